@@ -1,0 +1,21 @@
+package io.sharedstate.core
+
+import java.util.Arrays
+import scala.util.hashing.MurmurHash3
+
+/** A State key in its binary row form; equality is byte equality. The bytes are never mutated. */
+final class Key(val bytes: Array[Byte]) {
+  private val hash = MurmurHash3.bytesHash(bytes)
+
+  override def hashCode(): Int = hash
+
+  override def equals(other: Any): Boolean = other match {
+    case k: Key => (k eq this) || (k.hash == hash && Arrays.equals(k.bytes, bytes))
+    case _ => false
+  }
+
+  /** The partition that owns this key among `partitions`. Stable across JVMs and runs. */
+  def partition(partitions: Int): Int = Math.floorMod(MurmurHash3.bytesHash(bytes, 0x5eed), partitions)
+
+  override def toString: String = s"Key(${bytes.length} bytes)"
+}

@@ -1,0 +1,58 @@
+package io.sharedstate.core
+
+import scala.collection.mutable
+
+/**
+ * A progress value (U or F) that is the minimum over registered reporters. Reports are monotone per
+ * reporter; a finished reporter no longer holds the minimum back. Not thread-safe: the owning State
+ * calls it under its commit lock and publishes the result through a volatile field.
+ *
+ * @param whenEmpty progress with no active reporter (-infinity for a new State, +infinity once
+ *                  the State was bulk-loaded with no streaming writer)
+ */
+final class ProgressTracker(kind: String, private var whenEmpty: Long) {
+  private val reported = mutable.LinkedHashMap.empty[String, Long]
+  private val finished = mutable.Set.empty[String]
+
+  def isRegistered(reporter: String): Boolean = reported.contains(reporter)
+
+  /**
+   * Registers a reporter; a known reporter keeps its progress (a restarted query resumes). A new
+   * reporter joins at the current frontier when there is one, so it cannot reopen final values; with
+   * no committed frontier it starts at -infinity and holds the progress back until it reports.
+   */
+  def register(reporter: String): Unit = {
+    if (!reported.contains(reporter)) {
+      val now = current
+      reported(reporter) = if (EventTime.isFinite(now)) now else EventTime.MinusInfinity
+    }
+    finished -= reporter
+  }
+
+  def report(reporter: String, progress: Long): Unit = {
+    val prev = reported.getOrElse(reporter,
+      throw new SharedStateException(s"$kind reporter '$reporter' is not registered."))
+    if (progress < prev) {
+      throw new SharedStateException(s"$kind progress of '$reporter' cannot go back: it was " +
+        s"${EventTime.show(prev)} and ${EventTime.show(progress)} was reported.")
+    }
+    reported(reporter) = progress
+  }
+
+  def progressOf(reporter: String): Option[Long] = reported.get(reporter)
+
+  def finish(reporter: String): Unit = if (reported.contains(reporter)) finished += reporter
+
+  def deregister(reporter: String): Unit = { reported -= reporter; finished -= reporter }
+
+  def setWhenEmpty(progress: Long): Unit = whenEmpty = progress
+
+  def current: Long = {
+    var min = Long.MaxValue
+    var any = false
+    reported.foreach { case (r, p) => if (!finished(r)) { any = true; if (p < min) min = p } }
+    if (any) min else whenEmpty
+  }
+
+  def reporters: Map[String, Long] = reported.toMap
+}

@@ -1,0 +1,20 @@
+package io.sharedstate.core
+
+/**
+ * An update the State did not apply, kept with the reason so it can be routed to the late-updates
+ * table. `key` or `time` is null when that was the problem.
+ */
+final case class RejectedUpdate(
+    key: Array[Byte],
+    time: java.lang.Long,
+    value: Array[Byte],
+    reason: String,
+    writer: String,
+    epoch: Long,
+    updateProgressAtArrival: Long)
+
+object RejectedUpdate {
+  val Late = "late"
+  val NullKey = "null_key"
+  val NullTime = "null_time"
+}

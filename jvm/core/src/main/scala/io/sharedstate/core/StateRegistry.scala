@@ -1,0 +1,39 @@
+package io.sharedstate.core
+
+import java.util.concurrent.ConcurrentHashMap
+import scala.jdk.CollectionConverters._
+
+/** The States of one process, by name. */
+final class StateRegistry {
+  private val states = new ConcurrentHashMap[String, State]()
+
+  /** Creates a State; an existing one with the same spec is returned, a different one is an error. */
+  def create(spec: StateSpec): State = {
+    val state = states.computeIfAbsent(spec.name, _ => new State(spec))
+    if (state.spec != spec) {
+      throw new SharedStateException(s"State '${spec.name}' already exists with a different definition: " +
+        s"${describe(state.spec)}; asked for ${describe(spec)}. Drop it first or use State.get.")
+    }
+    state
+  }
+
+  def get(name: String): State = {
+    val s = states.get(name)
+    if (s == null) {
+      val known = names
+      throw new SharedStateException(s"Unknown State '$name'. " +
+        (if (known.isEmpty) "No State exists yet: create it with State.create."
+         else s"Existing States: ${known.mkString(", ")}."))
+    }
+    s
+  }
+
+  def find(name: String): Option[State] = Option(states.get(name))
+
+  def drop(name: String): Boolean = states.remove(name) != null
+
+  def names: Seq[String] = states.keySet.asScala.toSeq.sorted
+
+  private def describe(s: StateSpec): String =
+    s"key <${s.keySchema}>, value <${s.valueSchema}>, ${s.partitions} partitions, rule ${s.updateRule}"
+}

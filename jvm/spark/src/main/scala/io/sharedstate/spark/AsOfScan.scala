@@ -1,0 +1,31 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.StatePartition
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeRow}
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * The State as of a time: for each key, the newest applied pair at or before it. Only applied pairs
+ * are read and every applied pair is below U, so the answer never changes once given.
+ */
+object AsOfScan {
+  def rows(partition: StatePartition, schemas: StateSchemas, asOf: Long): Iterator[InternalRow] = {
+    val out = ArrayBuffer.empty[InternalRow]
+    val keyWidth = schemas.key.length
+    val valueWidth = schemas.value.length
+    partition.foreachEntry { (key, set) =>
+      val i = set.latestIndex(asOf)
+      if (i >= 0) {
+        val k = new UnsafeRow(keyWidth)
+        k.pointTo(key.bytes, key.bytes.length)
+        val v = new UnsafeRow(valueWidth)
+        val bytes = set.valueAt(i)
+        v.pointTo(bytes, bytes.length)
+        val time = new GenericInternalRow(Array[Any](set.timeAt(i)))
+        out += new JoinedRow(k, new JoinedRow(v, time)).copy()
+      }
+    }
+    out.iterator
+  }
+}

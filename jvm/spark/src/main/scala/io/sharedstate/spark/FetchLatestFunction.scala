@@ -1,0 +1,52 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.streaming.GroupState
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * The per-key step of a read-committed `latest` fetch join. Events whose time is not yet below U
+ * stay in the group's (checkpointed) state with a processing-time timeout, so a later batch, with
+ * or without new input, answers them once U has passed. No task ever waits for U.
+ */
+final class FetchLatestFunction(spec: FetchJoinSpec, streaming: Boolean)
+  extends ((Row, Iterator[Row], GroupState[Row]) => Iterator[Row]) with Serializable {
+
+  @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
+  @transient private lazy val valueDeserializer =
+    ExpressionEncoder(spec.schemas.value).resolveAndBind().createDeserializer()
+  private val valueWidth = spec.schemas.value.length
+
+  override def apply(key: Row, events: Iterator[Row], group: GroupState[Row]): Iterator[Row] = {
+    val state = SharedStateRuntime.registry.get(spec.stateName)
+    val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
+    val waiting = if (group.exists) group.get.getSeq[Row](0).iterator else Iterator.empty
+    val out = ArrayBuffer.empty[Row]
+    val still = ArrayBuffer.empty[Row]
+    (waiting ++ events).foreach { event =>
+      val timeValue = event.get(spec.timeOrdinal)
+      state.fetchLatest(k, EventTimes.micros(timeValue)) match {
+        case FetchAnswer.NotYet => still += event
+        case FetchAnswer.Absent => if (!spec.inner) out += Row.fromSeq(event.toSeq ++ Seq.fill(valueWidth + 1)(null))
+        case FetchAnswer.Found(t, bytes) =>
+          val valueRow = new UnsafeRow(valueWidth)
+          valueRow.pointTo(bytes, bytes.length)
+          out += Row.fromSeq(event.toSeq ++ valueDeserializer(valueRow).toSeq :+ EventTimes.external(t, timeValue))
+      }
+    }
+    if (still.isEmpty) {
+      if (group.exists) group.remove()
+    } else if (!streaming) {
+      throw new SharedStateException(s"Fetch join on a batch DataFrame: ${still.size} event(s) are not yet below " +
+        s"the update progress of State '${spec.stateName}' (U=${EventTime.show(state.updateProgress)}), so a " +
+        "read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U.")
+    } else {
+      group.update(Row(still.toSeq))
+      group.setTimeoutDuration(spec.pollIntervalMs)
+    }
+    out.iterator
+  }
+}

@@ -1,0 +1,53 @@
+package io.sharedstate.spark
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import io.sharedstate.core.{EventTime, State, StateSpec}
+import scala.jdk.CollectionConverters._
+
+/**
+ * The State catalogue of this application, for Scala and (through py4j) Python. Descriptions are
+ * returned as JSON so the Python side needs no knowledge of Scala types.
+ */
+object SharedStateApi {
+  private val json = new ObjectMapper()
+
+  /** Creates a State (or returns the identical existing one) and returns its description. */
+  def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String): String = {
+    val spec = StateSpec(name, keySchema.trim, valueSchema.trim, partitions, rule.trim.toLowerCase)
+    StateSchemas.of(spec) // validates both schemas before anything is registered
+    describe(SharedStateRuntime.registry.create(spec))
+  }
+
+  def get(name: String): String = describe(SharedStateRuntime.registry.get(name))
+
+  def drop(name: String): Boolean = SharedStateRuntime.registry.drop(name)
+
+  def list(): Array[String] = SharedStateRuntime.registry.names.toArray
+
+  /** U, per-writer progress and sizes. Times are microseconds; null stands for -/+ infinity. */
+  def progress(name: String): String = {
+    val m = SharedStateRuntime.registry.get(name).metrics
+    json.writeValueAsString(Map[String, Any](
+      "state" -> m.name,
+      "update" -> micros(m.updateProgress),
+      "update_is" -> infinity(m.updateProgress),
+      "writers" -> m.writers.map { case (w, p) => w -> micros(p) }.asJava,
+      "keys" -> m.keys,
+      "bytes" -> m.bytesHeld,
+      "updates_applied" -> m.updatesApplied,
+      "updates_waiting" -> m.updatesStaged,
+      "updates_rejected" -> m.updatesRejected).asJava)
+  }
+
+  private def describe(s: State): String = json.writeValueAsString(Map[String, Any](
+    "name" -> s.spec.name,
+    "key" -> s.spec.keySchema,
+    "value" -> s.spec.valueSchema,
+    "partitions" -> s.spec.partitions,
+    "rule" -> s.spec.updateRule,
+    "time_column" -> StateSchemas.of(s.spec).timeColumn).asJava)
+
+  private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
+  private def infinity(t: Long): String =
+    if (t == EventTime.MinusInfinity) "-infinity" else if (t == EventTime.PlusInfinity) "+infinity" else "finite"
+}

@@ -1,0 +1,62 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, State}
+import java.util
+import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, TableCapability}
+import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.read.ScanBuilder
+import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
+import org.apache.spark.sql.connector.write.{LogicalWriteInfo, Write, WriteBuilder}
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+import scala.jdk.CollectionConverters._
+
+/**
+ * A State seen as a table: streaming writes apply updates; batch reads give the State as of a time
+ * (`asOf`), or its rejected and late updates (`table` = `rejected`).
+ */
+final case class SharedStateTable(options: CaseInsensitiveStringMap)
+  extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
+
+  private val state: State = UpdateOptions.requireState(options)
+  private val schemas = StateSchemas.of(state.spec)
+  @volatile private var writerId: Option[String] = None
+
+  override def name(): String = s"sharedstate.${state.name}"
+
+  override def schema(): StructType = ReadOptions.parse(options, schemas).schema
+
+  override def capabilities(): util.Set[TableCapability] = Set(
+    TableCapability.STREAMING_WRITE, TableCapability.BATCH_READ, TableCapability.ACCEPT_ANY_SCHEMA).asJava
+
+  override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
+    val parsed = UpdateOptions.parse(info.options(), info.schema())
+    val writer = info.queryId()
+    writerId = Some(writer)
+    new WriteBuilder {
+      override def build(): Write = new Write {
+        override def toStreaming: StreamingWrite = new UpdateStreamingWrite(parsed, writer)
+        override def supportedCustomMetrics(): Array[CustomMetric] = UpdateMetrics.supported
+      }
+    }
+  }
+
+  override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder =
+    new StateScanBuilder(state, schemas, ReadOptions.parse(scanOptions, schemas))
+
+  /** Driver-side numbers for the query's progress (sink metrics): known only once an epoch commits. */
+  override def metrics(): util.Map[String, String] = {
+    val m = state.metrics
+    val own = writerId.flatMap(w => m.writerCounts.get(w))
+    (Map(
+      "updateProgress" -> EventTime.show(m.updateProgress),
+      "updatesApplied" -> m.updatesApplied.toString,
+      "updatesWaiting" -> m.updatesStaged.toString,
+      "stateKeys" -> m.keys.toString,
+      "stateBytes" -> m.bytesHeld.toString) ++
+      own.map { case (accepted, rejected) =>
+        Map("updatesAccepted" -> accepted.toString, "updatesRejected" -> rejected.toString)
+      }.getOrElse(Map.empty)).asJava
+  }
+}

@@ -1,0 +1,37 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.State
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.types.StructType
+
+/** One input partition per State partition (the rejected table is read as one partition). */
+final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions) extends InputPartition
+
+final class StateScanBuilder(state: State, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
+  override def build(): Scan = new Scan with Batch {
+    override def readSchema(): StructType = read.schema
+    override def description(): String = s"sharedstate ${state.name} table=${read.table}"
+    override def toBatch: Batch = this
+    override def planInputPartitions(): Array[InputPartition] =
+      if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read))
+      else Array.tabulate[InputPartition](state.partitionCount)(i => StateInputPartition(state.name, i, read))
+    override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
+  }
+}
+
+final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    val p = partition.asInstanceOf[StateInputPartition]
+    val state = SharedStateRuntime.registry.get(p.stateName)
+    val rows =
+      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(state, schemas)
+      else AsOfScan.rows(state.partition(p.partition), schemas, p.read.asOfMicros)
+    new PartitionReader[InternalRow] {
+      private var current: InternalRow = _
+      override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true } else false
+      override def get(): InternalRow = current
+      override def close(): Unit = ()
+    }
+  }
+}

@@ -1,0 +1,37 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, State}
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.connector.write.{PhysicalWriteInfo, WriterCommitMessage}
+import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+
+/**
+ * The driver side of a streaming write into a State. The query is registered as an update writer
+ * (holding U back until it commits); each epoch commit stages the epoch's updates and reports the
+ * writer's progress, its event-time watermark: max event time seen minus the allowed lateness.
+ */
+final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends StreamingWrite with Logging {
+
+  private val state: State = SharedStateRuntime.registry.get(options.stateName)
+  state.registerWriter(writer)
+
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
+    new UpdateWriterFactory(options, writer)
+
+  override def useCommitCoordinator(): Boolean = true
+
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = {
+    val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }
+      .foldLeft(EventTime.MinusInfinity)(math.max)
+    val previous = state.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
+    val progress =
+      if (maxSeen == EventTime.MinusInfinity) previous
+      else math.max(previous, maxSeen - options.latenessMicros)
+    val outcome = state.commitEpoch(writer, epochId, progress)
+    logInfo(s"State ${state.name}: writer $writer epoch $epochId committed " +
+      s"(accepted ${outcome.accepted}, rejected ${outcome.rejected}, U=${EventTime.show(outcome.updateProgress)})")
+  }
+
+  override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit =
+    state.abortEpoch(writer, epochId)
+}

@@ -1,0 +1,2 @@
+addSbtPlugin("com.eed3si9n" % "sbt-assembly" % "2.3.1")
+addSbtPlugin("pl.project13.scala" % "sbt-jmh" % "0.4.7")

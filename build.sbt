@@ -48,10 +48,11 @@ lazy val core = (project in file("jvm/core"))
     name := "sharedstate-core",
     libraryDependencies ++= Seq(
       "org.scalatest" %% "scalatest" % scalaTestVersion % Test,
-      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test
+      "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+      "org.jetbrains.lincheck" % "lincheck" % "3.7" % Test
     ),
     Test / fork := true,
-    Test / javaOptions ++= Seq("-Xmx2g"),
+    Test / javaOptions ++= Seq("-Xmx2g", "-XX:+EnableDynamicAgentLoading", "-Djdk.attach.allowAttachSelf=true"),
     Test / parallelExecution := false
   )
 
@@ -99,4 +100,18 @@ lazy val spark = (project in file("jvm/spark"))
         }
       }).transform(node).head
     }
+  )
+
+// JMH micro-benchmarks of the engine and its queues, each beside its peers in the same run.
+// Not aggregated by `root`: `bin/sbt "bench/Jmh/run ..."` runs them (see benchmarks/README.md).
+lazy val bench = (project in file("benchmarks/jmh"))
+  .dependsOn(core)
+  .enablePlugins(JmhPlugin)
+  .settings(
+    name := "sharedstate-benchmarks",
+    publish / skip := true,
+    libraryDependencies ++= Seq(
+      "org.jctools" % "jctools-core" % "4.0.5",
+      "com.lmax" % "disruptor" % "4.0.0"
+    )
   )

@@ -89,6 +89,10 @@ lazy val spark = (project in file("jvm/spark"))
     assembly / test := {},
     // Publish the assembly as the main artifact, so `--packages` gets one jar plus Delta.
     Compile / packageBin := assembly.value,
+    Compile / packageDoc / publishArtifact := false,
+    Compile / packageSrc / publishArtifact := false,
+    // Re-running `make` republishes the same version into the local Maven repository.
+    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
     pomPostProcess := { node =>
       import scala.xml._
       import scala.xml.transform._

@@ -1,3 +1,3 @@
-// The one version number of the project: sbt reads it here, and the Python packaging reads it too
-// (python/sharedstate/_version.py is generated from it by `make`; see pyproject.toml).
-ThisBuild / version := "0.1.0"
+// The one version number of the project lives in VERSION; sbt reads it here and the Python
+// packaging reads it through pyproject.toml ([tool.setuptools.dynamic]).
+ThisBuild / version := IO.read(file("VERSION")).trim

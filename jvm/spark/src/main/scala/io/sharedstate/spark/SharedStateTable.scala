@@ -25,6 +25,8 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
 
   override def name(): String = s"sharedstate.${state.name}"
 
+  override def toString: String = s"sharedstate[${state.name}]"
+
   override def schema(): StructType = ReadOptions.parse(options, schemas).schema
 
   override def capabilities(): util.Set[TableCapability] = Set(

@@ -1,0 +1,63 @@
+# The two commands of the quick start: `make demo` and `make test`. Each does its own set-up
+# (Debian tools, virtualenv, pip, sbt, the jar); a second run reuses the caches under .cache/.
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+VERSION := $(shell cat VERSION)
+JAR := jvm/spark/target/scala-2.13/sharedstate-spark_2.13-$(VERSION).jar
+PKG_JAR_DIR := python/sharedstate/jars
+export SHAREDSTATE_CACHE ?= $(ROOT)/.cache
+export SHAREDSTATE_IVY_DIR ?= $(SHAREDSTATE_CACHE)/ivy
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-fast jar package-jar venv system-deps clean
+
+demo: jar
+	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
+
+# Every JVM and Python test, slow integration tests included (CI runs exactly this).
+test: system-deps venv
+	bin/sbt "test; spark/assembly; spark/publishM2" < /dev/null
+	$(MAKE) --no-print-directory package-jar
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The same without the slow integration tests, for a quick local loop.
+test-fast:
+	$(MAKE) test PYTEST_ARGS='-m "not slow"'
+
+jar: system-deps venv
+	bin/sbt "spark/assembly; spark/publishM2" < /dev/null
+	$(MAKE) --no-print-directory package-jar
+
+# The assembly goes inside the Python package, with the default confs.
+package-jar:
+	mkdir -p $(PKG_JAR_DIR) python/sharedstate/conf
+	rm -f $(PKG_JAR_DIR)/*.jar
+	cp $(JAR) $(PKG_JAR_DIR)/
+	cp conf/spark-defaults.conf conf/log4j2.properties python/sharedstate/conf/
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml VERSION
+	test -x $(PY) || python3.11 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+# Tools the build needs from Debian: a JDK 17 and Maven (which fetches the sbt launcher).
+system-deps:
+	@need=""; \
+	command -v mvn >/dev/null || need="$$need maven"; \
+	command -v javac >/dev/null || need="$$need openjdk-17-jdk-headless"; \
+	command -v python3.11 >/dev/null || need="$$need python3.11 python3.11-venv"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$need; \
+	  else echo "Please install:$$need (Debian packages)" >&2; exit 1; fi; \
+	fi
+
+clean:
+	bin/sbt clean < /dev/null
+	rm -rf $(PKG_JAR_DIR) python/sharedstate/conf demo-output

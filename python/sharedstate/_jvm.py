@@ -1,0 +1,14 @@
+"""Access to the plugin's JVM entry points through py4j."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+
+def api(spark: SparkSession):
+    """io.sharedstate.spark.SharedStateApi of the session's JVM."""
+    return spark._jvm.io.sharedstate.spark.SharedStateApi
+
+
+def fetch_join_entry(spark: SparkSession):
+    return spark._jvm.io.sharedstate.spark.FetchJoin

@@ -1,0 +1,122 @@
+"""State handles: create, look up, read as of a time, inspect progress."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from sharedstate._jvm import api
+from sharedstate.errors import translated
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _time(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+
+
+class State:
+    """A named, partitioned, multi-versioned key-value State of this Spark application."""
+
+    def __init__(self, spark: SparkSession, description: dict[str, Any]):
+        self._spark = spark
+        self._description = description
+
+    @staticmethod
+    def create(
+        spark: SparkSession,
+        name: str,
+        key: str,
+        value: str,
+        rule: str = "replace",
+        partitions: int = 8,
+    ) -> "State":
+        """Creates a State, or returns the existing one if it has exactly this definition.
+
+        ``key`` and ``value`` are DDL column lists (``"ad_id STRING"``, ``"user STRING, day DATE"``);
+        ``rule`` is the update rule (``replace``); ``partitions`` is fixed for the State's life.
+        """
+        with translated():
+            text = api(spark).create(name, key, value, int(partitions), rule)
+        return State(spark, json.loads(text))
+
+    @staticmethod
+    def get(spark: SparkSession, name: str) -> "State":
+        """The existing State called ``name``; unknown names raise SharedStateError."""
+        with translated():
+            return State(spark, json.loads(api(spark).get(name)))
+
+    @staticmethod
+    def names(spark: SparkSession) -> list[str]:
+        return list(api(spark).list())
+
+    @property
+    def name(self) -> str:
+        return self._description["name"]
+
+    @property
+    def key_schema(self) -> str:
+        return self._description["key"]
+
+    @property
+    def value_schema(self) -> str:
+        return self._description["value"]
+
+    @property
+    def partitions(self) -> int:
+        return self._description["partitions"]
+
+    @property
+    def rule(self) -> str:
+        return self._description["rule"]
+
+    @property
+    def time_column(self) -> str:
+        """The column fetch joins and as-of reads use for the timestamp of the value used."""
+        return self._description["time_column"]
+
+    def progress(self) -> dict[str, Any]:
+        """Update progress and sizes.
+
+        ``update`` is U as a UTC datetime: every value with an earlier timestamp is final. It is
+        None while nothing is final (``update_is`` says ``-infinity``) and None with ``+infinity``
+        when no streaming writer holds it back. ``fetch`` (F) is None: fetch progress is not
+        tracked yet in this release (it drives compaction, which is not in it either).
+        """
+        with translated():
+            raw = json.loads(api(self._spark).progress(self.name))
+        return {
+            "update": _time(raw["update"]),
+            "update_is": raw["update_is"],
+            "fetch": None,
+            "writers": {w: _time(p) for w, p in raw["writers"].items()},
+            "keys": raw["keys"],
+            "bytes": raw["bytes"],
+            "updates_applied": raw["updates_applied"],
+            "updates_waiting": raw["updates_waiting"],
+            "updates_rejected": raw["updates_rejected"],
+        }
+
+    def as_of(self, time: str | datetime | None = None) -> DataFrame:
+        """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
+        reader = self._spark.read.format("sharedstate").option("state", self.name)
+        if time is not None:
+            reader = reader.option("asOf", time.isoformat(sep=" ") if isinstance(time, datetime) else str(time))
+        with translated():
+            return reader.load()
+
+    def late_updates(self) -> DataFrame:
+        """Updates the State rejected: late ones (time below U on arrival) and null keys or times."""
+        with translated():
+            return self._spark.read.format("sharedstate").option("state", self.name).option("table", "rejected").load()
+
+    def drop(self) -> bool:
+        """Removes the State from this application. Running queries that use it will fail."""
+        return bool(api(self._spark).drop(self.name))
+
+    def __repr__(self) -> str:
+        d = self._description
+        return f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, partitions={d['partitions']})"

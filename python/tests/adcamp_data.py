@@ -1,0 +1,99 @@
+"""Randomised AdCamp-style input with disorder, and the offline oracle it is checked against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+SECOND = 1_000_000  # microseconds
+
+
+@dataclass
+class Workload:
+    update_batches: list[pd.DataFrame]  # ad_id, ts, campaign, in arrival order, one per micro-batch
+    event_batches: list[pd.DataFrame]  # event_id, ad_id, ts
+    lateness_us: int
+
+    @property
+    def updates(self) -> pd.DataFrame:
+        return pd.concat(self.update_batches, ignore_index=True)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return pd.concat(self.event_batches, ignore_index=True)
+
+
+def _to_ts(micros: np.ndarray) -> pd.Series:
+    return pd.to_datetime(pd.Series(micros, dtype="int64"), unit="us", utc=True)
+
+
+def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: int = 600,
+                  horizon_s: int = 600, window_s: int = 60, lateness_s: int = 20,
+                  late_fraction: float = 0.05) -> Workload:
+    """Updates and events arriving out of order within `lateness_s`, a few updates far behind
+    (those that arrive below U are late), and events that arrive before the updates covering them.
+    Ends with an update on a key no event uses, past every event, so U passes all events."""
+    rng = np.random.default_rng(seed)
+    horizon = horizon_s * SECOND
+    rows = []
+    for k in range(keys):
+        times = np.sort(rng.choice(horizon, size=changes_per_key, replace=False))
+        for i, t in enumerate(times):
+            rows.append((f"ad{k:03d}", int(t), f"camp{rng.integers(0, 8)}"))
+    upd = pd.DataFrame(rows, columns=["ad_id", "ts_us", "campaign"])
+    delay = rng.integers(0, lateness_s * SECOND, size=len(upd))
+    far = rng.random(len(upd)) < late_fraction
+    delay[far] += rng.integers(2 * lateness_s * SECOND, 4 * lateness_s * SECOND, size=int(far.sum()))
+    upd["arrival"] = upd["ts_us"] + delay
+    end = pd.DataFrame([("__end__", horizon + 2 * (lateness_s + window_s) * SECOND, "end")],
+                       columns=["ad_id", "ts_us", "campaign"])
+    end["arrival"] = end["ts_us"]
+    upd = pd.concat([upd, end], ignore_index=True)
+
+    ev = pd.DataFrame({
+        "event_id": np.arange(events, dtype="int64"),
+        # a few ids that no update ever covers: left joins give them nulls
+        "ad_id": [f"ad{k:03d}" for k in rng.integers(0, keys + 3, size=events)],
+        "ts_us": rng.integers(0, horizon, size=events),
+    })
+    # Events arrive early: most before the updates that cover them have been committed.
+    ev["arrival"] = ev["ts_us"] + rng.integers(0, lateness_s * SECOND, size=events)
+
+    def batches(df: pd.DataFrame, cols: list[str]) -> list[pd.DataFrame]:
+        window = df["arrival"] // (window_s * SECOND)
+        out = []
+        for _, part in df.assign(w=window).sort_values(["w", "arrival"]).groupby("w", sort=True):
+            part = part.sample(frac=1.0, random_state=int(rng.integers(1 << 31)))  # disorder inside a batch
+            frame = part[cols].copy()
+            frame["ts"] = _to_ts(part["ts_us"].to_numpy()).set_axis(part.index)
+            out.append(frame[[c if c != "ts_us" else "ts" for c in cols]].reset_index(drop=True))
+        return out
+
+    return Workload(batches(upd, ["ad_id", "ts_us", "campaign"]), batches(ev, ["event_id", "ad_id", "ts_us"]),
+                    lateness_s * SECOND)
+
+
+def expected_late(work: Workload) -> pd.DataFrame:
+    """Updates the State must reject: U before a batch is (max time of earlier batches) - lateness."""
+    late = []
+    u = None
+    for batch in work.update_batches:
+        ts = batch["ts"].astype("datetime64[us, UTC]").astype("int64")
+        if u is not None:
+            late.append(batch[ts < u])
+        batch_max = int(ts.max())
+        u = batch_max - work.lateness_us if u is None else max(u, batch_max - work.lateness_us)
+    return pd.concat(late, ignore_index=True) if late else work.update_batches[0].iloc[0:0]
+
+
+def oracle(events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign",
+           time_column: str = "campaigns_time") -> pd.DataFrame:
+    """The offline as-of join over the whole (accepted) update history."""
+    upd = updates.rename(columns={"ts": time_column}).copy()
+    upd["ts"] = upd[time_column]
+    ev = events.sort_values("ts").reset_index(drop=True)
+    joined = pd.merge_asof(ev, upd.sort_values("ts")[["ad_id", "ts", value, time_column]], on="ts",
+                           by="ad_id", direction="backward", allow_exact_matches=True)
+    return joined

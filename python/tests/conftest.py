@@ -1,0 +1,45 @@
+"""Shared fixtures: one local SparkSession with the plugin for the whole test run."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import sharedstate as ss
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    # local[4]: two concurrent micro-batch queries plus headroom, on the 2-core CI machine.
+    session = ss.session("sharedstate-tests", master="local[4]", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+@pytest.fixture
+def workdir():
+    path = Path(tempfile.mkdtemp(prefix="sharedstate-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def state_name(request):
+    """A State name unique to the test (States live as long as the application)."""
+    base = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
+    return f"t{next(_names)}_{base}"
+
+
+@pytest.fixture(autouse=True)
+def stop_queries(spark):
+    yield
+    for query in spark.streams.active:
+        query.stop()

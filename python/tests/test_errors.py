@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import sharedstate as ss
-
-UPDATE_SCHEMA = "ad_id STRING, ts TIMESTAMP, campaign STRING"
+from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from streams import wait_until
 
 
 @pytest.fixture
@@ -101,9 +102,6 @@ def test_fetch_join_validates_at_the_call(spark, workdir, state_name):
 
 
 def test_null_keys_and_times_go_to_the_rejected_table(spark, workdir, state_name):
-    from streams import wait_until, write_batches
-    import pandas as pd
-
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING")
     frame = pd.DataFrame({"ad_id": ["a", None, "b"],
                           "ts": pd.to_datetime([1_000_000, 2_000_000, None], unit="us", utc=True),

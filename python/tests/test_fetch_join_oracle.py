@@ -7,11 +7,9 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from adcamp_data import expected_late, make_workload, oracle
-from streams import wait_until, write_batches
+from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, expected_late, make_workload, oracle, write_batches
+from streams import wait_until
 
-UPDATE_SCHEMA = "ad_id STRING, ts TIMESTAMP, campaign STRING"
-EVENT_SCHEMA = "event_id BIGINT, ad_id STRING, ts TIMESTAMP"
 
 
 def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame, pd.DataFrame, object]:

@@ -1,8 +1,16 @@
-"""Randomised AdCamp-style input with disorder, and the offline oracle it is checked against."""
+"""AdCamp input (Nova section 3.5) with realistic disorder, and the offline oracle it is checked
+against. The demo and the tests share it.
+
+Updates: "ad belongs to campaign c from time t". Events: "user viewed ad at time t" (and clicked or
+not). Both arrive out of order; a few updates arrive far behind (late if U has passed them).
+"""
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,9 +62,11 @@ def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: i
 
     ev = pd.DataFrame({
         "event_id": np.arange(events, dtype="int64"),
+        "user_id": [f"user{u:05d}" for u in rng.integers(0, max(1, events // 4), size=events)],
         # a few ids that no update ever covers: left joins give them nulls
         "ad_id": [f"ad{k:03d}" for k in rng.integers(0, keys + 3, size=events)],
         "ts_us": rng.integers(0, horizon, size=events),
+        "clicked": rng.random(events) < 0.08,
     })
     # Events arrive early: most before the updates that cover them have been committed.
     ev["arrival"] = ev["ts_us"] + rng.integers(0, lateness_s * SECOND, size=events)
@@ -71,8 +81,8 @@ def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: i
             out.append(frame[[c if c != "ts_us" else "ts" for c in cols]].reset_index(drop=True))
         return out
 
-    return Workload(batches(upd, ["ad_id", "ts_us", "campaign"]), batches(ev, ["event_id", "ad_id", "ts_us"]),
-                    lateness_s * SECOND)
+    return Workload(batches(upd, ["ad_id", "ts_us", "campaign"]),
+                    batches(ev, ["event_id", "user_id", "ad_id", "ts_us", "clicked"]), lateness_s * SECOND)
 
 
 def expected_late(work: Workload) -> pd.DataFrame:
@@ -97,3 +107,34 @@ def oracle(events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign",
     joined = pd.merge_asof(ev, upd.sort_values("ts")[["ad_id", "ts", value, time_column]], on="ts",
                            by="ad_id", direction="backward", allow_exact_matches=True)
     return joined
+
+
+UPDATE_SCHEMA = "ad_id STRING, ts TIMESTAMP, campaign STRING"
+EVENT_SCHEMA = "event_id BIGINT, user_id STRING, ad_id STRING, ts TIMESTAMP, clicked BOOLEAN"
+
+
+def to_spark_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """Parquet that Spark reads as TIMESTAMP: microsecond precision (pandas defaults to nanoseconds)."""
+    out = frame.copy()
+    for column in out.columns:
+        if pd.api.types.is_datetime64_any_dtype(out[column]):
+            if out[column].dt.tz is None:
+                out[column] = out[column].dt.tz_localize("UTC")
+            out[column] = out[column].astype("datetime64[us, UTC]")
+    tmp = path.with_name("." + path.name + ".tmp")  # file streams skip dot-files: no half-written reads
+    out.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def write_batches(directory: Path, frames: list[pd.DataFrame], start_mtime: float | None = None,
+                  pause_s: float = 0.0) -> None:
+    """One parquet file per frame; modification times fix the order a file stream reads them.
+    With `pause_s`, files appear one by one, as a live source would deliver them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = start_mtime if start_mtime is not None else time.time() - 10_000
+    for i, frame in enumerate(frames):
+        path = directory / f"part-{i:05d}.parquet"
+        to_spark_parquet(frame, path)
+        os.utime(path, (base + i, base + i))
+        if pause_s:
+            time.sleep(pause_s)

@@ -40,8 +40,10 @@ def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builde
     settings["spark.jars.packages"] = _append(existing.get("spark.jars.packages"), DELTA_COORDINATE)
     if "spark.jars.excludes" not in existing:
         settings["spark.jars.excludes"] = SPARK_PROVIDED_EXCLUDES
-    extensions = _append(existing.get("spark.sql.extensions"), "io.delta.sql.DeltaSparkSessionExtension")
-    settings["spark.sql.extensions"] = _append(extensions, "io.sharedstate.spark.SharedStateExtensions")
+    # (the plugin's own session extensions load from the jar through ServiceLoader)
+    settings["spark.sql.extensions"] = _append(
+        existing.get("spark.sql.extensions"), "io.delta.sql.DeltaSparkSessionExtension"
+    )
     settings.setdefault("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
     log_conf = conf_file("log4j2.properties")
     if log_conf is not None and "spark.driver.extraJavaOptions" not in existing:

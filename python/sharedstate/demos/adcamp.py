@@ -31,9 +31,9 @@ from sharedstate.demos.adcamp_data import (
 def _parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=Path("demo-output"), help="where inputs, checkpoints and Delta go")
-    p.add_argument("--ads", type=int, default=200)
-    p.add_argument("--events", type=int, default=20_000)
-    p.add_argument("--minutes", type=int, default=30, help="event-time span of the generated streams")
+    p.add_argument("--ads", type=int, default=100)
+    p.add_argument("--events", type=int, default=10_000)
+    p.add_argument("--minutes", type=int, default=20, help="event-time span of the generated streams")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--pace", type=float, default=0.5, help="seconds between arriving input files")
     p.add_argument("--timeout", type=float, default=600)

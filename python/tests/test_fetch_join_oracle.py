@@ -73,7 +73,7 @@ def test_left_fetch_join_equals_offline_asof_join(spark, workdir, state_name, se
     assert len(late) > 0
 
 
-def test_late_updates_are_rejected_and_listed_not_dropped(spark, workdir, state_name):
+def test_late_updates_are_listed_and_as_of_reads_match_the_history(spark, workdir, state_name):
     got, expected, (work, state) = _run(spark, workdir, state_name, seed=11, how="left")
     late = expected_late(work)
     listed = state.late_updates().toPandas()
@@ -94,6 +94,17 @@ def test_late_updates_are_rejected_and_listed_not_dropped(spark, workdir, state_
     still_waiting = int((accepted_ts >= u).sum())
     assert progress["updates_waiting"] == still_waiting >= 1
     assert progress["updates_applied"] == accepted - still_waiting
+
+    # as-of reads: per key, the newest accepted update at or before t (only final values exist)
+    history = work.updates.merge(late[["ad_id", "ts"]], how="left", on=["ad_id", "ts"], indicator=True)
+    history = history[history["_merge"] == "left_only"]
+    history = history.assign(ts=pd.to_datetime(history["ts"], utc=True))
+    for seconds in (45, 200, 599):
+        t = pd.Timestamp(seconds, unit="s", tz="UTC")
+        want = history[history["ts"] <= t].sort_values("ts").groupby("ad_id").tail(1)
+        got = state.as_of(t.strftime("%Y-%m-%d %H:%M:%S")).toPandas()
+        got_pairs = sorted(zip(got["ad_id"], got["campaign"], pd.to_datetime(got[state.time_column], utc=True)))
+        assert got_pairs == sorted(zip(want["ad_id"], want["campaign"], want["ts"])), f"as of {t}"
 
 
 def test_inner_fetch_join_drops_events_without_value(spark, workdir, state_name):

@@ -1,0 +1,42 @@
+"""Read-committed rows wait for U without any new input: they are released by micro-batches that
+read nothing, once a writer's commit moves U past them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+import sharedstate as ss
+from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from streams import wait_until
+
+
+def test_waiting_rows_are_emitted_by_batches_without_new_input(spark, workdir, state_name):
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    events = pd.DataFrame({"event_id": [1, 2, 3], "user_id": ["u1", "u2", "u3"], "ad_id": ["a", "b", "a"],
+                           "ts": pd.to_datetime([10, 20, 30], unit="s", utc=True), "clicked": [False, True, False]})
+    write_batches(workdir / "events", [events])
+    stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
+    out = f"out_{state_name}"
+    reader = (ss.fetch_join(stream, state_name, key="ad_id", time="ts").writeStream.format("memory")
+              .queryName(out).option("checkpointLocation", str(workdir / "ck-events"))
+              .trigger(processingTime="200 milliseconds").start())
+    wait_until(lambda: any(p["numInputRows"] == 3 for p in reader.recentProgress), 120, what="events read")
+    assert spark.table(out).count() == 0, "nothing is final yet (U = -infinity): every event waits"
+
+    # Only now do the updates arrive; the event source has nothing more to give.
+    updates = pd.DataFrame({"ad_id": ["a", "b", "a", "z"], "campaign": ["c1", "c2", "c3", "end"],
+                            "ts": pd.to_datetime([5, 15, 25, 100], unit="s", utc=True)})
+    write_batches(workdir / "updates", [updates])
+    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
+              .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
+              .option("checkpointLocation", str(workdir / "ck-updates")).start())
+    writer.processAllAvailable()
+    assert state.progress()["update"] == pd.Timestamp(100, unit="s", tz="UTC")
+    wait_until(lambda: spark.table(out).count() == 3, 120, what="waiting events released")
+
+    got = spark.table(out).toPandas().sort_values("event_id")
+    assert got["campaign"].tolist() == ["c1", "c2", "c3"]
+    assert got[state.time_column].dt.second.tolist() == [5, 15, 25]
+    # The rows came out of micro-batches that read no input.
+    released = [p for p in reader.recentProgress if p["sink"]["numOutputRows"] > 0]
+    assert released and all(p["numInputRows"] == 0 for p in released)

@@ -70,7 +70,8 @@ lazy val spark = (project in file("jvm/spark"))
       "org.scalatest" %% "scalatest" % scalaTestVersion % Test
     ),
     Test / fork := true,
-    Test / javaOptions ++= sparkJava17Options ++ Seq("-Xmx3g"),
+    Test / javaOptions ++= sparkJava17Options ++ Seq("-Xmx3g",
+      s"-Dlog4j2.configurationFile=file:${(ThisBuild / baseDirectory).value}/conf/log4j2.properties"),
     Test / parallelExecution := false,
     // The assembly holds our classes and the bundled libraries only; Scala and Spark are provided
     // at run time and Delta is pulled in by `--packages` / `spark.jars.packages` through the pom.

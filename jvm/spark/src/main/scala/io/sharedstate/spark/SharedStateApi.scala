@@ -1,21 +1,21 @@
 package io.sharedstate.spark
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sharedstate.core.{EventTime, State, StateSpec}
+import io.sharedstate.core.{EventTime, State}
+import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
 
 /**
- * The State catalogue of this application, for Scala and (through py4j) Python. Descriptions are
- * returned as JSON so the Python side needs no knowledge of Scala types.
+ * The State catalogue for Python (through py4j): like [[SharedState]], with descriptions returned
+ * as JSON so the Python side needs no knowledge of Scala types.
  */
 object SharedStateApi {
   private val json = new ObjectMapper()
 
   /** Creates a State (or returns the identical existing one) and returns its description. */
   def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String): String = {
-    val spec = StateSpec(name, keySchema.trim, valueSchema.trim, partitions, rule.trim.toLowerCase)
-    StateSchemas.of(spec) // validates both schemas before anything is registered
-    describe(SharedStateRuntime.registry.create(spec))
+    SharedState.create(SparkSession.active, name, keySchema, valueSchema, rule, partitions)
+    get(name)
   }
 
   def get(name: String): String = describe(SharedStateRuntime.registry.get(name))

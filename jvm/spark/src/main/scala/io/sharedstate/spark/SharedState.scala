@@ -1,0 +1,61 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{StateMetrics, StateSpec}
+import org.apache.spark.sql.{DataFrame, SparkSession}
+
+/**
+ * The Scala face, mirroring the Python one:
+ * {{{
+ *   val campaigns = SharedState.create(spark, "campaigns", key = "ad_id STRING", value = "campaign STRING")
+ *   updates.writeStream.format("sharedstate").option("state", "campaigns")...
+ *   val enriched = campaigns.fetchJoin(views, Seq("ad_id"), "ts")
+ *   campaigns.asOf("2026-11-20 10:00:00")
+ * }}}
+ */
+object SharedState {
+  /** Creates a State, or returns the existing one if it has exactly this definition. */
+  def create(spark: SparkSession, name: String, key: String, value: String, rule: String = "replace",
+      partitions: Int = 8): StateHandle = {
+    val spec = StateSpec(name, key.trim, value.trim, partitions, rule.trim.toLowerCase)
+    StateSchemas.of(spec) // both schemas must parse before anything is registered
+    SharedStateRuntime.registry.create(spec)
+    new StateHandle(spark, name)
+  }
+
+  /** The existing State called `name`; an unknown name is an error listing the existing ones. */
+  def get(spark: SparkSession, name: String): StateHandle = {
+    SharedStateRuntime.registry.get(name)
+    new StateHandle(spark, name)
+  }
+
+  def names: Seq[String] = SharedStateRuntime.registry.names
+}
+
+/** A handle on one State of this application. */
+final class StateHandle private[spark] (spark: SparkSession, val name: String) {
+  def spec: StateSpec = SharedStateRuntime.registry.get(name).spec
+  def schemas: StateSchemas = StateSchemas.of(spec)
+
+  /** U, per-writer progress, sizes and counts. */
+  def progress: StateMetrics = SharedStateRuntime.registry.get(name).metrics
+
+  /** Per key, the newest final value at or before `time` (a timestamp in the session time zone). */
+  def asOf(time: String): DataFrame =
+    spark.read.format("sharedstate").option("state", name).option(ReadOptions.AsOf, time).load()
+
+  /** Per key, the newest final value. */
+  def latest: DataFrame = spark.read.format("sharedstate").option("state", name).load()
+
+  /** Late and rejected updates, with the reason and the U they arrived at. */
+  def lateUpdates: DataFrame =
+    spark.read.format("sharedstate").option("state", name).option(ReadOptions.Table, ReadOptions.RejectedTable).load()
+
+  /** See [[FetchJoin]]. */
+  def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",
+      mode: String = "committed", how: String = "left"): DataFrame =
+    FetchJoin(events, name, keys, time, rule, mode, how)
+
+  def drop(): Boolean = SharedStateRuntime.registry.drop(name)
+
+  override def toString: String = s"StateHandle($name)"
+}

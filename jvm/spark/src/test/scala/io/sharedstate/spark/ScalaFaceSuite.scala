@@ -1,0 +1,54 @@
+package io.sharedstate.spark
+
+import java.nio.file.Files
+import java.sql.Timestamp
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.streaming.Trigger
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The Scala face end to end on local Spark: a streaming update query and a fetch join. */
+class ScalaFaceSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private lazy val spark = SparkSession.builder().master("local[3]").appName("scala-face")
+    .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+    .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+  override def afterAll(): Unit = spark.stop()
+
+  private def ts(seconds: Long) = new Timestamp(seconds * 1000)
+
+  test("updates through the sink, fetch join and as-of read, with the answers of an as-of join") {
+    val session = spark
+    import session.implicits._
+    implicit val sqlContext: org.apache.spark.sql.SQLContext = session.sqlContext
+    val dir = Files.createTempDirectory("scala-face").toString
+    val campaigns = SharedState.create(spark, "scala_campaigns", key = "ad_id STRING", value = "campaign STRING")
+    val updates = MemoryStream[(String, Timestamp, String)]
+    val writer = updates.toDF().toDF("ad_id", "ts", "campaign").writeStream.format("sharedstate")
+      .option("state", campaigns.name).option("key", "ad_id").option("time", "ts").option("lateness", "1 second")
+      .option("checkpointLocation", s"$dir/ck-u").start()
+    val views = MemoryStream[(Long, String, Timestamp)]
+    val reader = campaigns.fetchJoin(views.toDF().toDF("id", "ad_id", "ts"), Seq("ad_id"), "ts")
+      .writeStream.format("memory").queryName("scala_out").option("checkpointLocation", s"$dir/ck-v")
+      .trigger(Trigger.ProcessingTime("200 milliseconds")).start()
+
+    views.addData((1L, "a", ts(12)), (2L, "b", ts(15)), (3L, "a", ts(31)), (4L, "zz", ts(20)))
+    updates.addData(("a", ts(10), "c1"), ("b", ts(14), "c2"), ("a", ts(30), "c3"))
+    writer.processAllAvailable()
+    updates.addData(("x", ts(60), "later")) // moves U to 59s: every view above is now final
+    writer.processAllAvailable()
+    val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+    while (spark.table("scala_out").count() < 4 && System.nanoTime() < deadline) Thread.sleep(200)
+    writer.stop(); reader.stop()
+
+    val got = spark.table("scala_out").as[(Long, String, Timestamp, String, Timestamp)].collect().sortBy(_._1)
+    assert(got.map(r => (r._1, Option(r._4), Option(r._5))).toSeq == Seq(
+      (1L, Some("c1"), Some(ts(10))), (2L, Some("c2"), Some(ts(14))), (3L, Some("c3"), Some(ts(30))), (4L, None, None)))
+    assert(campaigns.progress.updateProgress == 59L * 1000000)
+    val asOf = campaigns.asOf("1970-01-01 00:00:20").as[(String, String, Timestamp)].collect().sortBy(_._1)
+    assert(asOf.toSeq == Seq(("a", "c1", ts(10)), ("b", "c2", ts(14))))
+    assert(campaigns.lateUpdates.count() == 0)
+    assert(SharedState.get(spark, "scala_campaigns").name == "scala_campaigns")
+  }
+}

@@ -6,24 +6,24 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * Lincheck model checking of small ESG scenarios: every interleaving Lincheck explores must be
- * linearizable against the ESG's own sequential behaviour. Each source and each reader is a
- * non-parallel group, as each slot is used by one thread at a time.
+ * linearizable against `EsgReference`, a plain sequential model of the ESG's specification. Each
+ * source and each reader is a non-parallel group, as each slot is used by one thread at a time.
  */
 class EsgLincheckSuite extends AnyFunSuite {
   private def options = new ModelCheckingOptions()
-    .iterations(if (StressRuns.long) 200 else 12)
-    .invocationsPerIteration(if (StressRuns.long) 5000 else 400)
+    .iterations(if (StressRuns.long) 200 else 8)
+    .invocationsPerIteration(if (StressRuns.long) 5000 else 250)
     .threads(3)
     .actorsPerThread(3)
     .actorsBefore(1)
     .actorsAfter(2)
 
   test("add, heartbeat and get are linearizable") {
-    options.check(classOf[EsgAddGetModel])
+    options.sequentialSpecification(classOf[EsgAddGetSpec]).check(classOf[EsgAddGetModel])
   }
 
   test("membership changes are linearizable with adds and gets") {
-    options.check(classOf[EsgMembershipModel])
+    options.sequentialSpecification(classOf[EsgMembershipSpec]).check(classOf[EsgMembershipModel])
   }
 }
 
@@ -36,10 +36,13 @@ private object EsgResult {
     try f catch { case _: SharedStateException => "inactive" }
 }
 
+class EsgAddGetModel extends EsgAddGetOps(new RealEsg(ElasticScaleGate[Int](sources = 2, readers = 2,
+  maxSources = 2, maxReaders = 2, capacityPerSource = 64, startTime = 0, levels = 2)))
+
+class EsgAddGetSpec extends EsgAddGetOps(new EsgReference(sources = 2, readers = 2, startTime = 0))
+
 @Param(name = "step", gen = classOf[IntGen], conf = "0:1")
-class EsgAddGetModel {
-  private val esg = ElasticScaleGate[Int](sources = 2, readers = 2, maxSources = 2, maxReaders = 2,
-    capacityPerSource = 64, startTime = 0, levels = 2)
+abstract class EsgAddGetOps(esg: EsgApi) {
   private val ts = Array(0L, 0L)
   private val count = Array(0, 0) // per source: each is touched by its source's thread only
 
@@ -69,10 +72,13 @@ class EsgAddGetModel {
  * Source 0 adds source 2 (source 1 tries too: one winner), source 1 removes itself, reader 0 adds
  * reader 2 (reader 1 tries too), reader 1 removes itself; all while tuples flow.
  */
+class EsgMembershipModel extends EsgMembershipOps(new RealEsg(ElasticScaleGate[Int](sources = 2,
+  readers = 2, maxSources = 3, maxReaders = 3, capacityPerSource = 64, startTime = 0, levels = 2)))
+
+class EsgMembershipSpec extends EsgMembershipOps(new EsgReference(sources = 2, readers = 2, startTime = 0))
+
 @Param(name = "step", gen = classOf[IntGen], conf = "0:1")
-class EsgMembershipModel {
-  private val esg = ElasticScaleGate[Int](sources = 2, readers = 2, maxSources = 3, maxReaders = 3,
-    capacityPerSource = 64, startTime = 0, levels = 2)
+abstract class EsgMembershipOps(esg: EsgApi) {
   private val ts = Array(0L, 0L, 0L)
   private val count = Array(0, 0, 0)
 

@@ -55,7 +55,8 @@ final class EsgList {
       if (nx == null) break;
       // A source's next node may land right after its last one, so passing the last node could let
       // that next node land behind this reader. A flush may be passed: its source has left.
-      if (nx.kind != EsgNode.FLUSH && nx.owner.written == nx) break;
+      if (nx.kind != EsgNode.FLUSH && isLastOfItsSource(reader, nx)) break;
+      if (reader.seenWritten[nx.source] == nx) reader.seenWritten[nx.source] = null;
       pos = nx;
       reader.countPassed(nx.source);
       if (nx.isDelivered()) {
@@ -65,5 +66,13 @@ final class EsgList {
     }
     reader.position = pos;
     return found;
+  }
+
+  private static boolean isLastOfItsSource(ReaderHandle reader, EsgNode node) {
+    EsgNode seen = reader.seenWritten[node.source];
+    if (seen != null && seen.owner == node.owner && seen.laterThan(node)) return false;
+    EsgNode written = node.owner.written;
+    reader.seenWritten[node.source] = written;
+    return written == node;
   }
 }

@@ -14,11 +14,18 @@ final class ReaderHandle {
   /** The last node this reader passed; everything before it is unreachable from here. */
   EsgNode position;
   private final long[] passed;
+  /**
+   * Per source slot, a node this reader saw as that source's last node, still ahead of the reader. A
+   * node before it cannot be the source's last node any more (it only moves forward), so the reader
+   * skips reading the source's {@code written} for it. Cleared when passed, so it retains nothing.
+   */
+  final EsgNode[] seenWritten;
 
   ReaderHandle(int slot, EsgNode position, long[] passed) {
     this.slot = slot;
     this.position = position;
     this.passed = passed;
+    this.seenWritten = new EsgNode[passed.length];
   }
 
   /** A new reader that continues exactly where this one is (the caller of addReaders). */

@@ -1,13 +1,25 @@
 package io.sharedstate.core.esg;
 
+/** Padding: keeps {@code written}, read by every reader, off the lines the source writes. */
+abstract class SourceHandlePadBefore {
+  long p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p0a, p0b, p0c, p0d, p0e, p0f;
+}
+
+abstract class SourceHandleWritten extends SourceHandlePadBefore {
+  /** The source's last node; it is not ready until the source adds a later one. */
+  volatile EsgNode written;
+}
+
+abstract class SourceHandlePadAfter extends SourceHandleWritten {
+  long p10, p11, p12, p13, p14, p15, p16, p17, p18, p19, p1a, p1b, p1c, p1d, p1e, p1f;
+}
+
 /**
  * The book-keeping of one ESG source. Only the source's own thread touches it, except the
  * membership winner that sets it up (before publishing it) or retires it (after the source stopped).
  */
-final class SourceHandle {
+final class SourceHandle extends SourceHandlePadAfter {
   final int slot;
-  /** The source's last node; it is not ready until the source adds a later one. */
-  volatile EsgNode written;
   /** Per level, the node after which the source's next insertion search starts. */
   final EsgNode[] fingers;
   /** Timestamp of {@code written}: the lower bound of the next add. */

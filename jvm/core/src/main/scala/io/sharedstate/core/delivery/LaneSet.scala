@@ -25,8 +25,9 @@ private[delivery] final class LaneSet[M](
   private val marked = new Array[Boolean](maxWriters)
   private val idle = new Array[Int](maxWriters)
   private val gotThisRound = new Array[Boolean](maxWriters)
-  /** The marked lanes, in the order the round visits them. */
+  /** The marked lanes, in the order the round visits them, and their lanes (reader-local copies). */
   private val order = new Array[Int](maxWriters)
+  private val orderLanes = new Array[Lane[M]](maxWriters)
   private var markedCount = 0
   private var cursor = 0
   private var inARow = 0
@@ -57,14 +58,14 @@ private[delivery] final class LaneSet[M](
    * is never missed (Lincheck checks this).
    */
   def poll(): M = {
-    collectNotifications()
+    if (markedCount == 0) collectNotifications() // otherwise at the end of each round
     var emptyVisits = 0
     while (true) {
       if (markedCount > 0 && emptyVisits <= markedCount) {
         if (cursor >= markedCount) endRound()
         if (markedCount > 0) {
           val id = order(cursor)
-          val m = lanes.get(id).poll()
+          val m = orderLanes(cursor).poll()
           if (m != null) {
             gotThisRound(id) = true
             inARow += 1
@@ -103,6 +104,7 @@ private[delivery] final class LaneSet[M](
     if (!marked(id)) {
       marked(id) = true
       order(markedCount) = id
+      orderLanes(markedCount) = lanes.get(id)
       markedCount += 1
     }
   }
@@ -117,12 +119,14 @@ private[delivery] final class LaneSet[M](
       if (gotThisRound(id)) idle(id) = 0 else idle(id) += 1
       gotThisRound(id) = false
       val stays = idle(id) < idleRounds || !unmark(id)
-      if (stays) { order(keep) = id; keep += 1 }
+      if (stays) { order(keep) = id; orderLanes(keep) = orderLanes(i); keep += 1 }
       i += 1
     }
+    java.util.Arrays.fill(orderLanes.asInstanceOf[Array[AnyRef]], keep, n, null)
     markedCount = keep
     cursor = 0
     inARow = 0
+    collectNotifications() // lanes notified during the round join the next one
   }
 
   /** True if the lane is unmarked; false if a message slipped in and the reader raised F itself. */

@@ -51,6 +51,7 @@ final class Inbox[M](
 
   /** The next message, replies first; null if none is visible now. Never blocks. */
   def poll(): M = {
+    if (maxRepliers == 0) return input.poll()
     val reply = replies.poll()
     if (reply != null) return reply
     val in = if (heldInput != null) { val h = heldInput; heldInput = null.asInstanceOf[M]; h } else input.poll()

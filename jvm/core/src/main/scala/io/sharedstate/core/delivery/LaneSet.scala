@@ -58,7 +58,8 @@ private[delivery] final class LaneSet[M](
    * is never missed (Lincheck checks this).
    */
   def poll(): M = {
-    if (markedCount == 0) collectNotifications() // otherwise at the end of each round
+    // Notifications are collected here only when no lane is marked, otherwise at each round's end.
+    if (markedCount == 0 && !collectNotifications()) return null.asInstanceOf[M]
     var emptyVisits = 0
     while (true) {
       if (markedCount > 0 && emptyVisits <= markedCount) {

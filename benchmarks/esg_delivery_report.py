@@ -35,6 +35,11 @@ def settings(runs):
             f"JMH {r['jmhVersion']}, {r['vmName']} {r['vmVersion']}")
 
 
+def clipped(scores, errors):
+    """Error bars for a log axis: the lower bar stops just above zero."""
+    return [[min(e, 0.9 * y) for y, e in zip(scores, errors)], errors]
+
+
 def esg_report(root):
     path = os.path.join(root, "esg", "esg-merge.json")
     runs = load(path)
@@ -78,12 +83,13 @@ def esg_report(root):
             xs = [s for (s, r) in configs if r == rd and (s, r, p) in cells]
             ys = [cells[(s, rd, p)][0] / 1e6 for s in xs]
             es = [cells[(s, rd, p)][1] / 1e6 for s in xs]
-            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=p)
+            ax.errorbar(xs, ys, yerr=clipped(ys, es), marker="o", capsize=3, label=p)
+        ax.set_yscale("log")
         ax.set_title(f"{rd} reader(s)")
         ax.set_xlabel("sources")
         ax.set_xticks([1, 2, 3, 4])
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("M tuples / s")
+    axes[0].set_ylabel("M tuples / s (log; bars: JMH 99.9% error)")
     axes[0].legend()
     fig.suptitle("ESG vs lock-based and single-merger peers (2-core machine)")
     fig.tight_layout()
@@ -126,13 +132,14 @@ def delivery_report(root):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in peers:
         xs = [w for w in writers if (w, p) in cells]
-        ax.errorbar(xs, [cells[(w, p)][0] / 1e6 for w in xs], yerr=[cells[(w, p)][1] / 1e6 for w in xs],
-                    marker="o", capsize=3, label=p)
+        ys = [cells[(w, p)][0] / 1e6 for w in xs]
+        ax.errorbar(xs, ys, yerr=clipped(ys, [cells[(w, p)][1] / 1e6 for w in xs]), marker="o", capsize=3, label=p)
     ax.set_xscale("log", base=2)
     ax.set_xticks(writers)
     ax.set_xticklabels([str(w) for w in writers])
     ax.set_xlabel("writers X")
-    ax.set_ylabel("M messages / s")
+    ax.set_yscale("log")
+    ax.set_ylabel("M messages / s (log; bars: JMH 99.9% error)")
     ax.set_title("X:1 delivery, 65,536-slot queues (2-core machine)")
     ax.grid(alpha=0.3)
     ax.legend()

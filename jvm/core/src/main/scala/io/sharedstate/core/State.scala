@@ -251,6 +251,25 @@ final class State(val spec: StateSpec) {
     parts.map(_.sweep(maxEntriesPerPartition, horizon)).sum
   }
 
+  // ---- durability ----
+
+  /**
+   * Loads a partition snapshot into this (fresh) State: its entries, and its staged updates, which
+   * apply once U passes them. Progress is restored by the writers re-registering and committing.
+   */
+  def restorePartition(snapshot: codec.PartitionSnapshot): Unit = underCommitLock {
+    if (snapshot.partitionCount != parts.length || snapshot.partition < 0 || snapshot.partition >= parts.length) {
+      throw new SharedStateException(s"Snapshot of partition ${snapshot.partition} of ${snapshot.partitionCount} " +
+        s"does not fit State '${spec.name}' with ${parts.length} partitions.")
+    }
+    val p = parts(snapshot.partition)
+    snapshot.entries.foreach { case (k, set) => p.restore(k, set) }
+    snapshot.staged.foreach { case (k, t, v) => p.stage(k, t, v) }
+  }
+
+  /** Encodes partition `i` (entries and staged updates) in the snapshot format. */
+  def snapshotPartition(i: Int): Array[Byte] = underCommitLock(codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u))
+
   // ---- introspection ----
 
   /** Rejected and late updates, oldest first. */

@@ -30,6 +30,10 @@ final class UpdateBatch {
 
   def reject(r: RejectedUpdate): Unit = rejected += r
 
+  def keyAt(i: Int): Array[Byte] = keyArr(i)
+  def timeAt(i: Int): Long = timeArr(i)
+  def valueAt(i: Int): Array[Byte] = valueArr(i)
+
   private[core] def keys(i: Int): Array[Byte] = keyArr(i)
   private[core] def times(i: Int): Long = timeArr(i)
   private[core] def values(i: Int): Array[Byte] = valueArr(i)

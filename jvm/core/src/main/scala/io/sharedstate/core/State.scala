@@ -27,6 +27,8 @@ final class State(val spec: StateSpec) {
   private val compaction = CompactionRule.resolve(spec.compaction, valueType)
   private val parts = Array.tabulate(spec.partitions)(i => new StatePartition(i, rule, compaction))
   private val allowedFetchRules = spec.fetchRules.map(_.trim.toLowerCase).toSet
+  private val allowedUserFetchClasses = spec.fetchRules.map(_.trim)
+    .filter(_.toLowerCase.startsWith(FetchRule.ClassPrefix)).map(_.substring(FetchRule.ClassPrefix.length).trim).toSet
   private val commitLock = new ReentrantLock()
   private val updateTracker = new ProgressTracker("update", EventTime.MinusInfinity, finishedToInfinity = true)
   private val fetchTracker = new ProgressTracker("fetch", EventTime.MinusInfinity, finishedToInfinity = false)
@@ -185,7 +187,11 @@ final class State(val spec: StateSpec) {
     val request = FetchRequest(key, t)
     checkFetch(request)
     if (t >= u) FetchAnswer.NotYet
-    else FetchRule.Latest.answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+    else {
+      val a = FetchRule.Latest.answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+      checkNotOvertaken(t)
+      a
+    }
   }
 
   /** The fetch rule `name` of this State, over [from, t] for ranges and aggregates. */
@@ -226,21 +232,30 @@ final class State(val spec: StateSpec) {
 
   private def checkFetch(request: FetchRequest): Unit = {
     val rule = request.rule
-    if (!(rule eq FetchRule.Latest) && !allowedFetchRules.contains(rule.name.toLowerCase) &&
-        !allowedFetchRules.exists(_.startsWith(FetchRule.ClassPrefix))) {
+    val allowed = (rule eq FetchRule.Latest) || allowedUserFetchClasses.contains(rule.getClass.getName) ||
+      (FetchRule.BuiltInNames.contains(rule.name) && allowedFetchRules.contains(rule.name))
+    if (!allowed) {
       throw new SharedStateException(
         s"State '${spec.name}' does not answer fetch rule '${rule.name}'. Its fetch rules: ${spec.fetchRules.mkString(", ")}.")
     }
-    val lower = rule.lowerBound(request.time)
-    val fNow = f
-    if (lower < fNow) throw new SharedStateException(
-      s"Fetch of State '${spec.name}' reads from ${EventTime.show(lower)}, below its fetch progress F=${EventTime.show(fNow)}: " +
-        "pairs older than F may have been compacted. Fetch at or after F, or register the reader before its progress passes the fetch.")
+    checkNotOvertaken(rule.lowerBound(request.time))
   }
 
   private def answer(request: FetchRequest): FetchAnswer = {
     val set = partitionOf(request.key).getCompacted(request.key, compactionHorizon)
-    request.rule.answer(set, request.time)
+    val result = request.rule.answer(set, request.time)
+    checkNotOvertaken(request.rule.lowerBound(request.time))
+    result
+  }
+
+  // F is published before any compaction uses it, so if the set we read was compacted above the
+  // fetch's lower bound, this read of F (after the read of the set) sees it, and the fetch fails
+  // instead of answering from pairs that are gone.
+  private def checkNotOvertaken(lower: Long): Unit = {
+    val fNow = f
+    if (lower < fNow) throw new SharedStateException(
+      s"Fetch of State '${spec.name}' reads from ${EventTime.show(lower)}, below its fetch progress F=${EventTime.show(fNow)}: " +
+        "pairs older than F may have been compacted. Fetch at or after F, or register the reader before its progress passes the fetch.")
   }
 
   // ---- compaction ----

@@ -67,9 +67,16 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     }
   }
 
-  // Runs the chains of order[a, b): runs of equal hash, split by key equality.
+  // Runs the chains of order[a, b): runs of equal hash, split by key equality. Byte and pair counts
+  // are summed locally and published once per segment.
   private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate]): Long = {
+    val acc = new StatePartition.Accounting
+    try applySegment(ready, order, a, b, horizon, failures, acc) finally publish(acc)
+  }
+
+  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+      failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting): Long = {
     var applied = 0L
     var i = a
     val chain = new ArrayBuffer[Int]()
@@ -77,7 +84,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val hash = (order(i) >> 32).toInt
       var j = i + 1
       while (j < b && (order(j) >> 32).toInt == hash) j += 1
-      if (j - i == 1) applied += applyChain(ready, Array(order(i).toInt), horizon, failures)
+      if (j - i == 1) applied += applyChain(ready, Array(order(i).toInt), horizon, failures, acc)
       else {
         // Keys sharing a hash: pick out each key's updates (already in arrival order).
         val idx = (i until j).map(k => order(k).toInt).toArray
@@ -92,7 +99,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
               if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
               q += 1
             }
-            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures)
+            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc)
           }
           p += 1
         }
@@ -103,7 +110,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
-  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long, failures: java.util.Queue[RejectedUpdate]): Long = {
+  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long, failures: java.util.Queue[RejectedUpdate],
+      acc: StatePartition.Accounting): Long = {
     val key = ready.keys(chain(0))
     var extraBytes = 0
     chain.foreach(c => extraBytes += ready.values(c).length)
@@ -132,7 +140,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val after = compaction.compact(built, horizon)
       val published = if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
       if (published) {
-        account(key, before, after, pairsDropped = built.size - after.size)
+        acc.add(key, before, after, pairsDropped = built.size - after.size)
         rejected.foreach(failures.add)
         return applied
       }
@@ -141,12 +149,16 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   private def account(key: Key, before: ValueSet, after: ValueSet, pairsDropped: Int): Unit = {
-    heldBytes.addAndGet(MemoryEstimate.entry(key, after) - MemoryEstimate.entry(key, before))
-    val rawBefore = if (before == null) 0L else key.bytes.length + before.payloadBytes
-    val rawAfter = if (after == null) 0L else key.bytes.length + after.payloadBytes
-    rawHeld.addAndGet(rawAfter - rawBefore)
-    pairs.addAndGet((if (after == null) 0 else after.size) - (if (before == null) 0 else before.size))
-    if (pairsDropped > 0) compactedPairs.addAndGet(pairsDropped)
+    val acc = new StatePartition.Accounting
+    acc.add(key, before, after, pairsDropped)
+    publish(acc)
+  }
+
+  private def publish(acc: StatePartition.Accounting): Unit = {
+    heldBytes.addAndGet(acc.held)
+    rawHeld.addAndGet(acc.raw)
+    pairs.addAndGet(acc.pairs)
+    if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
 
   def get(key: Key): ValueSet = entries.get(key)
@@ -216,6 +228,21 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 }
 
 object StatePartition {
+  /** Changes to a partition's counters, summed by one thread and published at once. */
+  private final class Accounting {
+    var held = 0L
+    var raw = 0L
+    var pairs = 0L
+    var compacted = 0L
+    def add(key: Key, before: ValueSet, after: ValueSet, pairsDropped: Int): Unit = {
+      held += MemoryEstimate.entry(key, after) - MemoryEstimate.entry(key, before)
+      raw += (if (after == null) 0L else key.bytes.length + after.payloadBytes) -
+        (if (before == null) 0L else key.bytes.length + before.payloadBytes)
+      pairs += (if (after == null) 0 else after.size) - (if (before == null) 0 else before.size)
+      compacted += pairsDropped
+    }
+  }
+
   /** Below this many ready updates a partition applies on the calling thread. */
   val ParallelThreshold = 8192
 

@@ -20,6 +20,9 @@ object BenchData {
   val keyObjects: Array[Key] = keyBytes.map(new Key(_))
   def time(k: Int, v: Int): Long = 1000L * v + (k % 1000)
   def value(k: Int, v: Int): Array[Byte] = row(k.toLong * 31 + v)
+  /** The values made once, so the apply benchmark measures applying rather than encoding. */
+  lazy val values: Array[Array[Array[Byte]]] = Array.tabulate(versions, keys)((v, k) => value(k, v))
+  private def valueOf(premade: Boolean, k: Int, v: Int) = if (premade) values(v)(k) else value(k, v)
 
   /** Raw bytes of the data set: keys, 8-byte timestamps and values. */
   def rawBytes: Long = keys.toLong * (16 + versions * (8 + 16))
@@ -27,13 +30,13 @@ object BenchData {
   def spec(partitions: Int): StateSpec = StateSpec("bench", "k BIGINT", "v BIGINT", partitions, "replace")
 
   /** The engine loaded epoch by epoch, one version of every key per epoch. */
-  def engine(partitions: Int): State = {
+  def engine(partitions: Int, premade: Boolean = false): State = {
     val s = new State(spec(partitions))
     s.registerWriter("w")
     (0 until versions).foreach { v =>
       val b = new UpdateBatch
       var k = 0
-      while (k < keys) { b.add(keyBytes(k), time(k, v), value(k, v)); k += 1 }
+      while (k < keys) { b.add(keyBytes(k), time(k, v), valueOf(premade, k, v)); k += 1 }
       s.stage("w", v, 0, b)
       s.commitEpoch("w", v, 1000L * (v + 1))
     }
@@ -41,12 +44,12 @@ object BenchData {
   }
 
   /** Baseline 1: a ConcurrentSkipListMap per key in a ConcurrentHashMap. */
-  def skipLists(): java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = {
+  def skipLists(premade: Boolean = false): java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = {
     val m = new java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]](keys * 2)
     (0 until versions).foreach { v =>
       var k = 0
       while (k < keys) {
-        m.computeIfAbsent(new Key(keyBytes(k)), _ => new ConcurrentSkipListMap[java.lang.Long, Array[Byte]]()).put(time(k, v), value(k, v))
+        m.computeIfAbsent(new Key(keyBytes(k)), _ => new ConcurrentSkipListMap[java.lang.Long, Array[Byte]]()).put(time(k, v), valueOf(premade, k, v))
         k += 1
       }
     }
@@ -71,11 +74,11 @@ object BenchData {
     }
   }
 
-  def lockedTrees(): LockedTrees = {
+  def lockedTrees(premade: Boolean = false): LockedTrees = {
     val m = new LockedTrees
     (0 until versions).foreach { v =>
       var k = 0
-      while (k < keys) { m.put(new Key(keyBytes(k)), time(k, v), value(k, v)); k += 1 }
+      while (k < keys) { m.put(new Key(keyBytes(k)), time(k, v), valueOf(premade, k, v)); k += 1 }
     }
     m
   }

@@ -22,6 +22,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   def this(id: Int, rule: UpdateRule) = this(id, rule, CompactionRule.KeepLatest)
 
   private val entries = new ConcurrentHashMap[Key, ValueSet]()
+  private val readsPrevious = rule.readsPrevious
   private val staged = new StagedUpdates
   private val heldBytes = new AtomicLong()
   private val rawHeld = new AtomicLong()
@@ -80,11 +81,15 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     var applied = 0L
     var i = a
     val chain = new ArrayBuffer[Int]()
+    val single = new Array[Int](1) // reused: most chains are one update
     while (i < b) {
       val hash = (order(i) >> 32).toInt
       var j = i + 1
       while (j < b && (order(j) >> 32).toInt == hash) j += 1
-      if (j - i == 1) applied += applyChain(ready, Array(order(i).toInt), horizon, failures, acc)
+      if (j - i == 1) {
+        single(0) = order(i).toInt
+        applied += applyChain(ready, single, horizon, failures, acc)
+      }
       else {
         // Keys sharing a hash: pick out each key's updates (already in arrival order).
         val idx = (i until j).map(k => order(k).toInt).toArray
@@ -124,7 +129,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         val t = ready.times(c)
         val incoming = ready.values(c)
         try {
-          val v = rule(b.valueAtOrBefore(t), incoming)
+          val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
           if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
           b.put(t, v)
           applied += 1

@@ -17,6 +17,8 @@ import scala.jdk.CollectionConverters._
 trait UpdateRule extends Serializable {
   def name: String
   def apply(previous: Array[Byte], incoming: Array[Byte]): Array[Byte]
+  /** False when the rule ignores `previous`, so the applier need not copy it out. */
+  def readsPrevious: Boolean = true
 }
 
 object UpdateRule {
@@ -24,6 +26,7 @@ object UpdateRule {
   object Replace extends UpdateRule {
     val name = "replace"
     def apply(previous: Array[Byte], incoming: Array[Byte]): Array[Byte] = incoming
+    override def readsPrevious: Boolean = false
   }
 
   private val builtIn: Map[String, ValueType => UpdateRule] = Map(

@@ -61,11 +61,22 @@ private[core] final class StagedUpdates(initial: Int = 16) {
     }
   }
 
-  /** (key hash << 32 | index), sorted: equal keys end up adjacent, each in arrival order. */
-  def orderByKeyHash(): Array[Long] = {
+  /**
+   * (bin << 32 | index), sorted, where bin is where ConcurrentHashMap files the key in a table of
+   * `tableHint` slots (a power of two at least the map's own): equal keys end up adjacent, each in
+   * arrival order, and the chains then walk the map's table in order instead of at random, which
+   * keeps the lookups of a large apply in cache.
+   */
+  def orderByKeyHash(tableHint: Int): Array[Long] = {
+    val mask = tableHint - 1
     val order = new Array[Long](n)
     var i = 0
-    while (i < n) { order(i) = (keys(i).hashCode.toLong << 32) | i.toLong; i += 1 }
+    while (i < n) {
+      val h = keys(i).hashCode
+      val bin = (h ^ (h >>> 16)) & 0x7fffffff & mask // ConcurrentHashMap.spread, then the table index
+      order(i) = (bin.toLong << 32) | i.toLong
+      i += 1
+    }
     if (n > (1 << 16)) Arrays.parallelSort(order) else Arrays.sort(order)
     order
   }

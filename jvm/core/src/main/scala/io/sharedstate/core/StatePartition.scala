@@ -46,7 +46,10 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val ready = staged.takeBefore(progress)
     if (ready == null) 0
     else {
-      val order = ready.orderByKeyHash()
+      // At least twice as many slots as keys that can be involved: runs of one bin stay short.
+      val keysInvolved = math.max(16L, entries.size.toLong + ready.size)
+      val tableHint = math.min(1 << 30, java.lang.Long.highestOneBit(keysInvolved).toInt * 4)
+      val order = ready.orderByKeyHash(tableHint)
       val segments = StatePartition.segments(order, ready)
       val applied = new AtomicLong()
       val failures = new java.util.concurrent.ConcurrentLinkedQueue[RejectedUpdate]()
@@ -68,7 +71,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     }
   }
 
-  // Runs the chains of order[a, b): runs of equal hash, split by key equality. Byte and pair counts
+  // Runs the chains of order[a, b): runs of one table bin, split by key equality. Byte and pair counts
   // are summed locally and published once per segment.
   private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate]): Long = {
@@ -91,7 +94,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         applied += applyChain(ready, single, horizon, failures, acc)
       }
       else {
-        // Keys sharing a hash: pick out each key's updates (already in arrival order).
+        // Keys sharing a bin: pick out each key's updates (already in arrival order).
         val idx = (i until j).map(k => order(k).toInt).toArray
         val done = new Array[Boolean](idx.length)
         var p = 0
@@ -142,7 +145,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       }
       if (applied == 0 && before == null) { rejected.foreach(failures.add); return 0L }
       val built = b.result()
-      val after = compaction.compact(built, horizon)
+      val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
       val published = if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
       if (published) {
         acc.add(key, before, after, pairsDropped = built.size - after.size)
@@ -251,7 +254,7 @@ object StatePartition {
   /** Below this many ready updates a partition applies on the calling thread. */
   val ParallelThreshold = 8192
 
-  // Split points of `order` at hash-run boundaries, so every key's chain lies in one segment.
+  // Split points of `order` at bin-run boundaries, so every key's chain lies in one segment.
   private def segments(order: Array[Long], ready: StagedUpdates): Array[Int] = {
     val n = order.length
     val parts = if (n < ParallelThreshold) 1 else math.min(ForkJoinPool.getCommonPoolParallelism * 4, n / (ParallelThreshold / 4))

@@ -1,12 +1,24 @@
 package io.sharedstate.core
 
-/** The answer to a fetch: not answerable yet, nothing there, or a value with its timestamp. */
+import io.sharedstate.core.row.ValueType
+
+/** The answer to a fetch: not answerable yet, nothing there, or what the fetch rule computed. */
 sealed trait FetchAnswer
 
 object FetchAnswer {
-  /** The fetch time is not yet below update progress U: ask again after U passes it. */
-  case object NotYet extends FetchAnswer
-  /** Answerable, and the key had no pair at or before the fetch time. */
-  case object Absent extends FetchAnswer
-  final case class Found(time: Long, value: Array[Byte]) extends FetchAnswer
+  /** What a `latest` fetch can answer: matching on these three cases is exhaustive. */
+  sealed trait LatestAnswer extends FetchAnswer
+
+  /** The fetch's reply time is not yet below update progress U: ask again after U passes it. */
+  case object NotYet extends LatestAnswer
+  /** Answerable, and the key had nothing for this fetch (no pair at or before t, or an empty range for an aggregate). */
+  case object Absent extends LatestAnswer
+  /** `latest`: the newest pair at or before t. */
+  final case class Found(time: Long, value: Array[Byte]) extends LatestAnswer
+  /** `range`: the pairs in the range, oldest first (possibly none). */
+  final case class Pairs(times: Array[Long], values: Array[Array[Byte]]) extends FetchAnswer {
+    def size: Int = times.length
+  }
+  /** An aggregate over a range, as a binary row of `rowType`. */
+  final case class Aggregate(row: Array[Byte], rowType: ValueType) extends FetchAnswer
 }

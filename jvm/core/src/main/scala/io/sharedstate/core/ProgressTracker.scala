@@ -7,24 +7,31 @@ import scala.collection.mutable
  * reporter; a finished reporter no longer holds the minimum back. Not thread-safe: the owning State
  * calls it under its commit lock and publishes the result through a volatile field.
  *
- * @param whenEmpty progress with no active reporter (-infinity for a new State, +infinity once
+ * @param whenEmpty progress with no reporter at all (-infinity for a new State, +infinity once
  *                  the State was bulk-loaded with no streaming writer)
+ * @param finishedToInfinity when every reporter has finished: true gives +infinity (no writer will
+ *                  add anything, so every value is final); false keeps the highest progress reported
+ *                  (no reader is left, so nothing newer may be compacted away for a future one)
  */
-final class ProgressTracker(kind: String, private var whenEmpty: Long) {
+final class ProgressTracker(kind: String, private var whenEmpty: Long, finishedToInfinity: Boolean = true) {
   private val reported = mutable.LinkedHashMap.empty[String, Long]
   private val finished = mutable.Set.empty[String]
 
   def isRegistered(reporter: String): Boolean = reported.contains(reporter)
+  def isActive(reporter: String): Boolean = reported.contains(reporter) && !finished(reporter)
+  def activeCount: Int = reported.size - finished.size
 
   /**
    * Registers a reporter; a known reporter keeps its progress (a restarted query resumes). A new
    * reporter joins at the current frontier when there is one, so it cannot reopen final values; with
    * no committed frontier it starts at -infinity and holds the progress back until it reports.
    */
-  def register(reporter: String): Unit = {
+  def register(reporter: String): Unit = register(reporter, current)
+
+  /** Registers a new reporter at `frontier` (or -infinity when it is not finite). */
+  def register(reporter: String, frontier: Long): Unit = {
     if (!reported.contains(reporter)) {
-      val now = current
-      reported(reporter) = if (EventTime.isFinite(now)) now else EventTime.MinusInfinity
+      reported(reporter) = if (EventTime.isFinite(frontier)) frontier else EventTime.MinusInfinity
     }
     finished -= reporter
   }
@@ -51,7 +58,10 @@ final class ProgressTracker(kind: String, private var whenEmpty: Long) {
     var min = Long.MaxValue
     var any = false
     reported.foreach { case (r, p) => if (!finished(r)) { any = true; if (p < min) min = p } }
-    if (any) min else whenEmpty
+    if (any) min
+    else if (reported.isEmpty) whenEmpty
+    else if (finishedToInfinity) EventTime.PlusInfinity
+    else reported.values.max
   }
 
   def reporters: Map[String, Long] = reported.toMap

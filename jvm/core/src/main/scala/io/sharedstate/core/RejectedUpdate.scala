@@ -17,4 +17,6 @@ object RejectedUpdate {
   val Late = "late"
   val NullKey = "null_key"
   val NullTime = "null_time"
+  /** The update rule threw on this update (the message follows the colon); the rest of its key's chain still applied. */
+  val RuleFailed = "rule_failed"
 }

@@ -1,9 +1,13 @@
 package io.sharedstate.core
 
-import java.util.concurrent.ConcurrentHashMap
-import java.util.concurrent.ConcurrentLinkedQueue
+import io.sharedstate.core.compaction.CompactionRule
+import io.sharedstate.core.fetch.{FetchRequest, FetchRule, PendingFetches}
+import io.sharedstate.core.row.ValueType
+import io.sharedstate.core.rules.UpdateRule
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, ScheduledFuture}
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.locks.ReentrantLock
+import java.util.stream.IntStream
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
@@ -11,20 +15,35 @@ import scala.jdk.CollectionConverters._
  * A named, partitioned, multi-versioned State (Nova). Writers stage updates per (writer, epoch);
  * committing an epoch checks lateness against update progress U, reports the writer's progress,
  * applies every staged update below the new U and only then publishes U, so a read-committed fetch
- * that sees t < U also sees every update at or before t.
+ * that sees t < U also sees every update at or before t. Fetches never lock; fetches that are not
+ * answerable yet wait in a pending queue ordered by reply time and are answered when U passes them.
+ * Fetch progress F (minimum over readers) bounds compaction: pairs below min(F, U) may be compacted.
  */
 final class State(val spec: StateSpec) {
   import State._
 
-  private val rule = UpdateRule.byName(spec.updateRule)
-  private val parts = Array.tabulate(spec.partitions)(i => new StatePartition(i, rule))
+  val valueType: ValueType = spec.valueType
+  private val rule = UpdateRule.resolve(spec.updateRule, valueType)
+  private val compaction = CompactionRule.resolve(spec.compaction, valueType)
+  private val parts = Array.tabulate(spec.partitions)(i => new StatePartition(i, rule, compaction))
+  private val allowedFetchRules = spec.fetchRules.map(_.trim.toLowerCase).toSet
+  private val allowedUserFetchClasses = spec.fetchRules.map(_.trim)
+    .filter(_.toLowerCase.startsWith(FetchRule.ClassPrefix)).map(_.substring(FetchRule.ClassPrefix.length).trim).toSet
   private val commitLock = new ReentrantLock()
-  private val updateTracker = new ProgressTracker("update", EventTime.MinusInfinity)
+  private val updateTracker = new ProgressTracker("update", EventTime.MinusInfinity, finishedToInfinity = true)
+  private val fetchTracker = new ProgressTracker("fetch", EventTime.MinusInfinity, finishedToInfinity = false)
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, UpdateBatch]]()
+  private val stagingBytes = new AtomicLong()
   private val rejectedLog = new ConcurrentLinkedQueue[RejectedUpdate]()
+  private val rejectedCount = new AtomicLong()
   private val writerStats = new ConcurrentHashMap[String, WriterStats]()
+  private val pending = new PendingFetches
   @volatile private var u: Long = EventTime.MinusInfinity
+  @volatile private var f: Long = EventTime.MinusInfinity
+  private var lastFiniteU: Long = EventTime.MinusInfinity
+  @volatile private var sweeper: ScheduledFuture[_] =
+    if (spec.compactionIntervalMs > 0) CompactionScheduler.schedule(this, spec.compactionIntervalMs) else null
 
   def name: String = spec.name
   def partitionCount: Int = parts.length
@@ -33,12 +52,26 @@ final class State(val spec: StateSpec) {
 
   /** Update progress U: every value with timestamp < U is final. */
   def updateProgress: Long = u
+  /** Fetch progress F: no registered reader fetches below it any more, so pairs below min(F, U) may be compacted. */
+  def fetchProgress: Long = f
+  /** Pairs older than this may be compacted away. */
+  def compactionHorizon: Long = math.min(f, u)
 
-  def registerWriter(writer: String): Unit = underCommitLock {
-    updateTracker.register(writer)
+  // ---- writers and update progress ----
+
+  /**
+   * Registers an update writer. A new writer joins at the current U, so it cannot reopen final
+   * values; on a State whose U is +infinity because every writer finished, it reopens the State at
+   * the last finite U (see docs/engine.md).
+   */
+  def registerWriter(writer: String): Unit = afterProgress(underCommitLock {
+    if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) {
+      u = lastFiniteU
+    }
+    updateTracker.register(writer, u)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
-  }
+  })
 
   def writerProgress(writer: String): Option[Long] = underCommitLock(updateTracker.progressOf(writer))
 
@@ -47,53 +80,58 @@ final class State(val spec: StateSpec) {
 
   /**
    * Stages what one task of `writer` produced in `epoch`. A retried task replaces its earlier
-   * attempt, so a re-run never stages the same rows twice.
+   * attempt, so a re-run never stages the same rows twice. Fails if the memory limit would be passed.
    */
-  def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =
-    staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, UpdateBatch]()).put(task, batch)
+  def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = {
+    checkMemory(batch.bytes, s"staging ${batch.size} update(s) of writer '$writer' epoch $epoch")
+    val previous = staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, UpdateBatch]()).put(task, batch)
+    stagingBytes.addAndGet(batch.bytes - (if (previous == null) 0L else previous.bytes))
+  }
 
   /** Drops what an aborted epoch staged. */
-  def abortEpoch(writer: String, epoch: Long): Unit = staging.remove((writer, epoch))
+  def abortEpoch(writer: String, epoch: Long): Unit = dropStaging((writer, epoch))
 
   /**
    * Commits `epoch` of `writer` with the writer's new progress (its event-time watermark).
    * Idempotent: an epoch at or below the writer's last committed one changes nothing.
    */
-  def commitEpoch(writer: String, epoch: Long, progress: Long): CommitOutcome = underCommitLock {
+  def commitEpoch(writer: String, epoch: Long, progress: Long): CommitOutcome = afterProgress(underCommitLock {
     if (!updateTracker.isRegistered(writer)) {
       throw new SharedStateException(s"Writer '$writer' is not registered on State '${spec.name}'.")
     }
     val last = lastEpoch.getOrElse(writer, -1L)
     if (epoch <= last) {
-      staging.remove((writer, epoch))
+      dropStaging((writer, epoch))
       CommitOutcome(alreadyCommitted = true, 0, 0, u)
     } else {
-      val tasks = staging.remove((writer, epoch))
+      val tasks = Option(staging.get((writer, epoch))).map(_.asScala.toSeq.sortBy(_._1).map(_._2)).getOrElse(Nil)
+      val uNow = u
+      if (spec.lateness == StateSpec.FailLate) failOnLate(writer, epoch, tasks, uNow)
+      checkMemory(0L, s"committing epoch $epoch of writer '$writer'")
+      dropStaging((writer, epoch))
       var accepted = 0
       var rejected = 0
-      if (tasks != null) {
-        val uNow = u
-        // Tasks in id order, so ties at one (key, timestamp) resolve the same way on every run.
-        tasks.asScala.toSeq.sortBy(_._1).foreach { case (_, batch) =>
-          var i = 0
-          while (i < batch.size) {
-            val t = batch.times(i)
-            if (t < uNow) {
-              rejectedLog.add(RejectedUpdate(batch.keys(i), t, batch.values(i), RejectedUpdate.Late, writer, epoch, uNow))
-              rejected += 1
-            } else {
-              val key = new Key(batch.keys(i))
-              partitionOf(key).stage(key, t, batch.values(i))
-              accepted += 1
-            }
-            i += 1
+      val origin = new UpdateOrigin(writer, epoch, uNow)
+      // Tasks in id order, so ties at one (key, timestamp) resolve the same way on every run.
+      tasks.foreach { batch =>
+        var i = 0
+        while (i < batch.size) {
+          val t = batch.times(i)
+          if (t < uNow) {
+            reject(RejectedUpdate(batch.keys(i), t, batch.values(i), RejectedUpdate.Late, writer, epoch, uNow))
+            rejected += 1
+          } else {
+            val key = new Key(batch.keys(i))
+            partitionOf(key).stage(key, t, batch.values(i), origin)
+            accepted += 1
           }
-          batch.rejected.foreach { r => rejectedLog.add(r.copy(writer = writer, epoch = epoch, updateProgressAtArrival = uNow)) }
-          rejected += batch.rejected.length
+          i += 1
         }
+        batch.rejected.foreach { r => reject(r.copy(writer = writer, epoch = epoch, updateProgressAtArrival = uNow)) }
+        rejected += batch.rejected.length
       }
       // Epochs older than this one that never committed were aborted attempts: drop their staging.
-      staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(staging.remove)
+      staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(dropStaging)
       lastEpoch(writer) = epoch
       val current = updateTracker.progressOf(writer).get
       updateTracker.report(writer, math.max(current, progress))
@@ -103,49 +141,244 @@ final class State(val spec: StateSpec) {
       publishProgress(updateTracker.current)
       CommitOutcome(alreadyCommitted = false, accepted, rejected, u)
     }
-  }
+  })
+
+  /** Reports a writer's update progress without an epoch (a Progress operator); going back is an error. */
+  def reportUpdateProgress(writer: String, progress: Long): Unit = afterProgress(underCommitLock {
+    updateTracker.report(writer, progress)
+    publishProgress(updateTracker.current)
+  })
 
   /** A writer that has stopped for good no longer holds U back. */
-  def finishWriter(writer: String): Unit = underCommitLock {
+  def finishWriter(writer: String): Unit = afterProgress(underCommitLock {
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
+  })
+
+  /** Forgets a writer and what it staged; it no longer holds U back. */
+  def deregisterWriter(writer: String): Unit = afterProgress(underCommitLock {
+    updateTracker.deregister(writer)
+    staging.keySet.asScala.filter(_._1 == writer).foreach(dropStaging)
+    lastEpoch -= writer
+    publishProgress(updateTracker.current)
+  })
+
+  // ---- readers and fetch progress ----
+
+  def registerReader(reader: String): Unit = underCommitLock {
+    fetchTracker.register(reader, f)
+    publishFetchProgress()
   }
 
+  /** A reader's fetch progress: it will not fetch below it any more. Going back is an error. */
+  def reportFetchProgress(reader: String, progress: Long): Unit = underCommitLock {
+    fetchTracker.report(reader, progress)
+    publishFetchProgress()
+  }
+
+  def finishReader(reader: String): Unit = underCommitLock { fetchTracker.finish(reader); publishFetchProgress() }
+  def deregisterReader(reader: String): Unit = underCommitLock { fetchTracker.deregister(reader); publishFetchProgress() }
+  def readerProgress(reader: String): Option[Long] = underCommitLock(fetchTracker.progressOf(reader))
+
+  // ---- fetches ----
+
   /** Read-committed `latest`: the newest pair with timestamp <= t, answered only when t < U. */
-  def fetchLatest(key: Key, t: Long): FetchAnswer = {
+  def fetchLatest(key: Key, t: Long): FetchAnswer.LatestAnswer = {
+    val request = FetchRequest(key, t)
+    checkFetch(request)
     if (t >= u) FetchAnswer.NotYet
     else {
-      val set = partitionOf(key).get(key)
-      if (set == null) FetchAnswer.Absent
-      else {
-        val i = set.latestIndex(t)
-        if (i < 0) FetchAnswer.Absent else FetchAnswer.Found(set.timeAt(i), set.valueAt(i))
-      }
+      val a = FetchRule.Latest.answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+      checkNotOvertaken(t)
+      a
     }
   }
+
+  /** The fetch rule `name` of this State, over [from, t] for ranges and aggregates. */
+  def fetchRule(name: String, from: Long = EventTime.MinusInfinity): FetchRule = {
+    val n = Option(name).map(_.trim.toLowerCase).getOrElse("")
+    if (!allowedFetchRules.contains(n)) throw new SharedStateException(
+      s"State '${spec.name}' does not answer fetch rule '$name'. Its fetch rules: ${spec.fetchRules.mkString(", ")}.")
+    FetchRule.resolve(name, valueType, from)
+  }
+
+  /**
+   * Answers `request` now, or NotYet when its reply time is not below U. Fails when the fetch reads
+   * below fetch progress F, where compaction may already have dropped pairs it needs.
+   */
+  def fetch(request: FetchRequest): FetchAnswer = {
+    checkFetch(request)
+    if (request.replyTime >= u) FetchAnswer.NotYet else answer(request)
+  }
+
+  /**
+   * Answers `request` as soon as U passes its reply time: at once if it already has, else from the
+   * pending queue on the thread that advances U. The future fails if the fetch is invalid.
+   */
+  def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = {
+    val future = new CompletableFuture[FetchAnswer]()
+    try {
+      checkFetch(request)
+      if (request.replyTime < u) future.complete(answer(request))
+      else {
+        pending.add(request, future)
+        drainPending() // U may have passed it between the check and the add
+      }
+    } catch { case e: Exception => future.completeExceptionally(e) }
+    future
+  }
+
+  def pendingFetchCount: Int = pending.size
+
+  private def checkFetch(request: FetchRequest): Unit = {
+    val rule = request.rule
+    val allowed = (rule eq FetchRule.Latest) || allowedUserFetchClasses.contains(rule.getClass.getName) ||
+      (FetchRule.BuiltInNames.contains(rule.name) && allowedFetchRules.contains(rule.name))
+    if (!allowed) {
+      throw new SharedStateException(
+        s"State '${spec.name}' does not answer fetch rule '${rule.name}'. Its fetch rules: ${spec.fetchRules.mkString(", ")}.")
+    }
+    checkNotOvertaken(rule.lowerBound(request.time))
+  }
+
+  private def answer(request: FetchRequest): FetchAnswer = {
+    val set = partitionOf(request.key).getCompacted(request.key, compactionHorizon)
+    val result = request.rule.answer(set, request.time)
+    checkNotOvertaken(request.rule.lowerBound(request.time))
+    result
+  }
+
+  // F is published before any compaction uses it, so if the set we read was compacted above the
+  // fetch's lower bound, this read of F (after the read of the set) sees it, and the fetch fails
+  // instead of answering from pairs that are gone.
+  private def checkNotOvertaken(lower: Long): Unit = {
+    val fNow = f
+    if (lower < fNow) throw new SharedStateException(
+      s"Fetch of State '${spec.name}' reads from ${EventTime.show(lower)}, below its fetch progress F=${EventTime.show(fNow)}: " +
+        "pairs older than F may have been compacted. Fetch at or after F, or register the reader before its progress passes the fetch.")
+  }
+
+  // ---- compaction ----
+
+  /** One bounded sweep round: each partition compacts up to `maxEntriesPerPartition` entries. Returns entries examined. */
+  def compactionStep(maxEntriesPerPartition: Int): Int = {
+    val horizon = compactionHorizon
+    parts.map(_.sweep(maxEntriesPerPartition, horizon)).sum
+  }
+
+  // ---- durability ----
+
+  /**
+   * Loads a partition snapshot into this (fresh) State: its entries, and its staged updates, which
+   * apply once U passes them. Progress is restored by the writers re-registering and committing.
+   */
+  def restorePartition(snapshot: codec.PartitionSnapshot): Unit = underCommitLock {
+    if (snapshot.partitionCount != parts.length || snapshot.partition < 0 || snapshot.partition >= parts.length) {
+      throw new SharedStateException(s"Snapshot of partition ${snapshot.partition} of ${snapshot.partitionCount} " +
+        s"does not fit State '${spec.name}' with ${parts.length} partitions.")
+    }
+    val p = parts(snapshot.partition)
+    snapshot.entries.foreach { case (k, set) => p.restore(k, set) }
+    snapshot.staged.foreach { case (k, t, v) => p.stage(k, t, v) }
+  }
+
+  /** Encodes partition `i` (entries and staged updates) in the snapshot format. */
+  def snapshotPartition(i: Int): Array[Byte] = underCommitLock(codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u))
+
+  // ---- introspection ----
 
   /** Rejected and late updates, oldest first. */
   def rejectedUpdates: Seq[RejectedUpdate] = rejectedLog.asScala.toSeq
 
   def metrics: StateMetrics = {
     val stats = writerStats.asScala.map { case (w, s) => w -> (s.accepted.get, s.rejected.get) }.toMap
+    val (writers, readers, staged, stagedBytes) = underCommitLock(
+      (updateTracker.reporters, fetchTracker.reporters, parts.map(_.stagedCount.toLong).sum, parts.map(_.stagedBytes).sum))
     StateMetrics(
       name = spec.name,
       updateProgress = u,
       keys = parts.map(_.keyCount.toLong).sum,
       bytesHeld = parts.map(_.bytesHeld).sum,
       updatesApplied = parts.map(_.updatesApplied).sum,
-      updatesStaged = underCommitLock(parts.map(_.stagedCount.toLong).sum),
-      updatesRejected = rejectedLog.size.toLong,
-      writers = underCommitLock(updateTracker.reporters),
-      writerCounts = stats)
+      updatesStaged = staged,
+      updatesRejected = rejectedCount.get,
+      writers = writers,
+      writerCounts = stats,
+      fetchProgress = f,
+      readers = readers,
+      rawBytes = parts.map(_.rawBytes).sum,
+      pairs = parts.map(_.pairCount).sum,
+      pairsCompacted = parts.map(_.pairsCompacted).sum,
+      stagedBytes = stagedBytes + stagingBytes.get,
+      pendingFetches = pending.size,
+      memoryLimitBytes = spec.memoryLimitBytes,
+      partitionBytes = parts.map(_.bytesHeld).toIndexedSeq,
+      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq)
   }
 
-  // Applies what the new U makes final before publishing it (see the class comment).
-  private def publishProgress(newU: Long): Unit = {
-    if (newU > u) parts.foreach(_.applyBefore(newU))
-    u = newU
+  /** Estimated bytes held: applied entries, staged updates and epochs not yet committed. */
+  def memoryUsed: Long = parts.map(p => p.bytesHeld + p.stagedBytes).sum + stagingBytes.get
+
+  /** Stops the background sweep and fails the fetches still waiting. */
+  def close(): Unit = {
+    val s = sweeper
+    if (s != null) { s.cancel(false); sweeper = null }
+    pending.failAll(new SharedStateException(s"State '${spec.name}' was dropped while this fetch waited for U."))
   }
+
+  // ---- internals ----
+
+  private def checkMemory(extra: Long, doing: String): Unit = {
+    val limit = spec.memoryLimitBytes
+    if (limit > 0) {
+      val used = memoryUsed
+      if (used + extra > limit) throw new SharedStateException(
+        s"State '${spec.name}' would hold ${used + extra} bytes after $doing (now $used, ${extra} more), above its " +
+          s"memoryLimitBytes of $limit. Raise memoryLimitBytes, use more partitions across executors, or report fetch " +
+          "progress so compaction (keep_latest) can drop old versions.")
+    }
+  }
+
+  private def failOnLate(writer: String, epoch: Long, tasks: Seq[UpdateBatch], uNow: Long): Unit =
+    tasks.foreach { b =>
+      var i = 0
+      while (i < b.size) {
+        if (b.times(i) < uNow) throw new SharedStateException(
+          s"State '${spec.name}' (lateness policy 'fail'): writer '$writer' epoch $epoch has an update at " +
+            s"${EventTime.show(b.times(i))}, below U=${EventTime.show(uNow)}. Nothing of the epoch was applied; " +
+            "use lateness 'reject' to route late updates to the late-updates table instead.")
+        i += 1
+      }
+    }
+
+  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet() }
+
+  private def dropStaging(id: (String, Long)): Unit = {
+    val tasks = staging.remove(id)
+    if (tasks != null) tasks.values.forEach(b => stagingBytes.addAndGet(-b.bytes))
+  }
+
+  // Applies what the new U makes final before publishing it (see the class comment). U never goes back.
+  private def publishProgress(newU: Long): Unit = {
+    if (newU > u) {
+      val horizon = math.min(f, newU)
+      val busy = parts.count(_.stagedCount > 0)
+      if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
+      else parts.foreach(_.applyBefore(newU, horizon, reject))
+      u = newU
+      if (EventTime.isFinite(newU)) lastFiniteU = newU
+    }
+  }
+
+  private def publishFetchProgress(): Unit = {
+    val newF = fetchTracker.current
+    if (newF > f) f = newF
+  }
+
+  private def drainPending(): Unit = pending.drain(u, answer)
+
+  // Pending fetches are answered after the commit lock is released, so callbacks never run under it.
+  private def afterProgress[T](result: T): T = { drainPending(); result }
 
   private def underCommitLock[T](body: => T): T = {
     commitLock.lock()

@@ -1,64 +1,285 @@
 package io.sharedstate.core
 
-import java.util.PriorityQueue
-import java.util.concurrent.ConcurrentHashMap
+import io.sharedstate.core.compaction.CompactionRule
+import io.sharedstate.core.rules.UpdateRule
+import java.util.Arrays
+import java.util.concurrent.{Callable, ConcurrentHashMap, ForkJoinPool}
 import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.locks.ReentrantLock
+import scala.collection.mutable.ArrayBuffer
 
 /**
  * One partition of a State: the applied entries (key -> ValueSet) and the staged updates that wait
- * for update progress to pass them. Readers never lock: entries are immutable ValueSets published
- * through a ConcurrentHashMap. Staging and applying are called by one committer at a time (the
- * State's commit lock).
+ * for update progress to pass them.
+ *
+ * Readers never lock: entries are immutable ValueSets published through a ConcurrentHashMap.
+ * Staging and applying are called by one committer at a time (the State's commit lock). Applying
+ * groups the ready updates into one chain per key, in (timestamp, arrival) order, and runs the chains
+ * in parallel (TStream): each key has exactly one applier, so no lock is needed, and each entry is
+ * published with a compare-and-set so a concurrent compaction of the same entry is never lost.
  */
-final class StatePartition(val id: Int, rule: UpdateRule) {
-  private val entries = new ConcurrentHashMap[Key, ValueSet]()
-  private val staged = new PriorityQueue[StatePartition.Staged](StatePartition.ByTimeThenArrival)
-  private var arrivals = 0L
-  private val heldBytes = new AtomicLong()
-  private val appliedCount = new AtomicLong()
+final class StatePartition(val id: Int, rule: UpdateRule, compaction: CompactionRule) {
+  def this(id: Int, rule: UpdateRule) = this(id, rule, CompactionRule.KeepLatest)
 
-  def stage(key: Key, time: Long, value: Array[Byte]): Unit = {
-    arrivals += 1
-    staged.add(new StatePartition.Staged(key, time, value, arrivals))
+  private val entries = new ConcurrentHashMap[Key, ValueSet]()
+  private val readsPrevious = rule.readsPrevious
+  private val staged = new StagedUpdates
+  private val heldBytes = new AtomicLong()
+  private val rawHeld = new AtomicLong()
+  private val pairs = new AtomicLong()
+  private val appliedCount = new AtomicLong()
+  private val compactedPairs = new AtomicLong()
+  private val sweepLock = new ReentrantLock()
+  private var sweepCursor: java.util.Iterator[java.util.Map.Entry[Key, ValueSet]] = null
+
+  def stage(key: Key, time: Long, value: Array[Byte]): Unit = staged.add(key, time, value, null)
+  def stage(key: Key, time: Long, value: Array[Byte], origin: UpdateOrigin): Unit = staged.add(key, time, value, origin)
+
+  def applyBefore(progress: Long): Int = applyBefore(progress, Long.MinValue, _ => ())
+
+  /**
+   * Applies every staged update with time < `progress`, per key in (timestamp, arrival) order, then
+   * compacts the touched entries below `horizon`. An update the rule throws on is handed to
+   * `rejected` with the reason, the rest of its chain still applies. Returns how many were applied.
+   */
+  def applyBefore(progress: Long, horizon: Long, rejected: RejectedUpdate => Unit): Int = {
+    val ready = staged.takeBefore(progress)
+    if (ready == null) 0
+    else {
+      // At least twice as many slots as keys that can be involved: runs of one bin stay short.
+      val keysInvolved = math.max(16L, entries.size.toLong + ready.size)
+      val tableHint = math.min(1 << 30, java.lang.Long.highestOneBit(keysInvolved).toInt * 4)
+      val order = ready.orderByKeyHash(tableHint)
+      val segments = StatePartition.segments(order, ready)
+      val applied = new AtomicLong()
+      val failures = new java.util.concurrent.ConcurrentLinkedQueue[RejectedUpdate]()
+      def run(a: Int, b: Int): Unit = applied.addAndGet(applySegment(ready, order, a, b, horizon, failures))
+      if (segments.length <= 2) run(segments(0), segments(1))
+      else {
+        val tasks = new java.util.ArrayList[Callable[Unit]]()
+        var s = 0
+        while (s + 1 < segments.length) {
+          val a = segments(s); val b = segments(s + 1)
+          tasks.add(() => run(a, b))
+          s += 1
+        }
+        ForkJoinPool.commonPool().invokeAll(tasks).forEach(_.get())
+      }
+      failures.forEach(r => rejected(r))
+      appliedCount.addAndGet(applied.get())
+      applied.get().toInt
+    }
   }
 
-  /** Applies, in timestamp order, every staged update with time < `progress`. Returns how many. */
-  def applyBefore(progress: Long): Int = {
-    var n = 0
-    while (!staged.isEmpty && staged.peek().time < progress) {
-      val u = staged.poll()
-      val before = entries.get(u.key)
-      val set = if (before == null) ValueSet.Empty else before
-      val i = set.latestIndex(u.time)
-      val previous = if (i >= 0) set.valueAt(i) else null
-      val after = set.withPair(u.time, rule(previous, u.value))
-      entries.put(u.key, after)
-      val keyBytes = if (before == null) u.key.bytes.length.toLong else 0L
-      val prevPayload = if (before == null) 0L else before.payloadBytes
-      heldBytes.addAndGet(keyBytes + after.payloadBytes - prevPayload)
-      n += 1
+  // Runs the chains of order[a, b): runs of one table bin, split by key equality. Byte and pair counts
+  // are summed locally and published once per segment.
+  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+      failures: java.util.Queue[RejectedUpdate]): Long = {
+    val acc = new StatePartition.Accounting
+    try applySegment(ready, order, a, b, horizon, failures, acc) finally publish(acc)
+  }
+
+  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+      failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting): Long = {
+    var applied = 0L
+    var i = a
+    val chain = new ArrayBuffer[Int]()
+    val single = new Array[Int](1) // reused: most chains are one update
+    while (i < b) {
+      val hash = (order(i) >> 32).toInt
+      var j = i + 1
+      while (j < b && (order(j) >> 32).toInt == hash) j += 1
+      if (j - i == 1) {
+        single(0) = order(i).toInt
+        applied += applyChain(ready, single, horizon, failures, acc)
+      }
+      else {
+        // Keys sharing a bin: pick out each key's updates (already in arrival order).
+        val idx = (i until j).map(k => order(k).toInt).toArray
+        val done = new Array[Boolean](idx.length)
+        var p = 0
+        while (p < idx.length) {
+          if (!done(p)) {
+            chain.clear()
+            val key = ready.keys(idx(p))
+            var q = p
+            while (q < idx.length) {
+              if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
+              q += 1
+            }
+            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc)
+          }
+          p += 1
+        }
+      }
+      i = j
     }
-    appliedCount.addAndGet(n)
-    n
+    applied
+  }
+
+  // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
+  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long, failures: java.util.Queue[RejectedUpdate],
+      acc: StatePartition.Accounting): Long = {
+    val key = ready.keys(chain(0))
+    var extraBytes = 0
+    chain.foreach(c => extraBytes += ready.values(c).length)
+    while (true) {
+      val before = entries.get(key)
+      val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, extraBytes)
+      val rejected = new ArrayBuffer[RejectedUpdate](0)
+      var applied = 0L
+      chain.foreach { c =>
+        val t = ready.times(c)
+        val incoming = ready.values(c)
+        try {
+          val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
+          if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
+          b.put(t, v)
+          applied += 1
+        } catch {
+          case e: Exception =>
+            val o = ready.origins(c)
+            rejected += RejectedUpdate(key.bytes, t, incoming, s"${RejectedUpdate.RuleFailed}: ${e.getMessage}",
+              if (o == null) "" else o.writer, if (o == null) -1L else o.epoch, if (o == null) Long.MinValue else o.updateProgress)
+        }
+      }
+      if (applied == 0 && before == null) { rejected.foreach(failures.add); return 0L }
+      val built = b.result()
+      val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
+      val published = if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
+      if (published) {
+        acc.add(key, before, after, pairsDropped = built.size - after.size)
+        rejected.foreach(failures.add)
+        return applied
+      }
+    }
+    0L
+  }
+
+  private def account(key: Key, before: ValueSet, after: ValueSet, pairsDropped: Int): Unit = {
+    val acc = new StatePartition.Accounting
+    acc.add(key, before, after, pairsDropped)
+    publish(acc)
+  }
+
+  private def publish(acc: StatePartition.Accounting): Unit = {
+    heldBytes.addAndGet(acc.held)
+    rawHeld.addAndGet(acc.raw)
+    pairs.addAndGet(acc.pairs)
+    if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
 
   def get(key: Key): ValueSet = entries.get(key)
 
+  /**
+   * The entry of `key`, compacted below `horizon` first when the compaction rule has something to
+   * drop (lazy compaction on access). Lock-free: the compacted set is published only if the entry did
+   * not change meanwhile; either way the returned set answers fetches at or above the horizon alike.
+   */
+  def getCompacted(key: Key, horizon: Long): ValueSet = {
+    val set = entries.get(key)
+    if (set == null || horizon == Long.MinValue) set
+    else compactEntry(key, set, horizon)
+  }
+
+  private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
+    val compacted = compaction.compact(set, horizon)
+    if ((compacted ne set) && entries.replace(key, set, compacted)) account(key, set, compacted, set.size - compacted.size)
+    compacted
+  }
+
+  /**
+   * One round of the periodic sweep: compacts up to `maxEntries` entries below `horizon`, resuming
+   * where the previous round stopped (a weakly consistent iterator kept across rounds), so no round
+   * ever walks the whole partition. Returns the entries examined; 0 if another sweep of this
+   * partition is running.
+   */
+  def sweep(maxEntries: Int, horizon: Long): Int = {
+    if (horizon == Long.MinValue || !sweepLock.tryLock()) 0
+    else try {
+      var examined = 0
+      var restarted = false
+      while (examined < maxEntries && !(restarted && (sweepCursor == null || !sweepCursor.hasNext))) {
+        if (sweepCursor == null || !sweepCursor.hasNext) { sweepCursor = entries.entrySet().iterator(); restarted = true }
+        if (sweepCursor.hasNext) {
+          val e = sweepCursor.next()
+          compactEntry(e.getKey, e.getValue, horizon)
+          examined += 1
+        }
+      }
+      examined
+    } finally sweepLock.unlock()
+  }
+
+  /** Puts a restored entry (from a snapshot); only before the partition is in use. */
+  private[core] def restore(key: Key, set: ValueSet): Unit = {
+    val before = entries.put(key, set)
+    account(key, before, set, 0)
+  }
+
   def stagedCount: Int = staged.size
+  def stagedBytes: Long = staged.bytes
   def keyCount: Int = entries.size
+  /** Estimated heap bytes of the applied entries (see [[MemoryEstimate]]). */
   def bytesHeld: Long = heldBytes.get()
+  /** Raw bytes of keys, timestamps and values applied. */
+  def rawBytes: Long = rawHeld.get()
+  def pairCount: Long = pairs.get()
   def updatesApplied: Long = appliedCount.get()
+  def pairsCompacted: Long = compactedPairs.get()
 
   /** A weakly consistent view of the entries, for scans such as an as-of read. */
   def foreachEntry(f: (Key, ValueSet) => Unit): Unit = entries.forEach((k, v) => f(k, v))
+
+  /** The staged updates in arrival order, for changelog and snapshot writers. */
+  def foreachStaged(f: (Key, Long, Array[Byte]) => Unit): Unit = staged.foreach(f)
 }
 
 object StatePartition {
-  final class Staged(val key: Key, val time: Long, val value: Array[Byte], val arrival: Long)
+  /** Changes to a partition's counters, summed by one thread and published at once. */
+  private final class Accounting {
+    var held = 0L
+    var raw = 0L
+    var pairs = 0L
+    var compacted = 0L
+    def add(key: Key, before: ValueSet, after: ValueSet, pairsDropped: Int): Unit = {
+      held += MemoryEstimate.entry(key, after) - MemoryEstimate.entry(key, before)
+      raw += (if (after == null) 0L else key.bytes.length + after.payloadBytes) -
+        (if (before == null) 0L else key.bytes.length + before.payloadBytes)
+      pairs += (if (after == null) 0 else after.size) - (if (before == null) 0 else before.size)
+      compacted += pairsDropped
+    }
+  }
 
-  // Same timestamp, same key: the later arrival wins under `replace`, as the brief requires.
-  private val ByTimeThenArrival: java.util.Comparator[Staged] = (a: Staged, b: Staged) => {
-    val c = java.lang.Long.compare(a.time, b.time)
-    if (c != 0) c else java.lang.Long.compare(a.arrival, b.arrival)
+  /** Below this many ready updates a partition applies on the calling thread. */
+  val ParallelThreshold = 8192
+
+  // Split points of `order` at bin-run boundaries, so every key's chain lies in one segment.
+  private def segments(order: Array[Long], ready: StagedUpdates): Array[Int] = {
+    val n = order.length
+    val parts = if (n < ParallelThreshold) 1 else math.min(ForkJoinPool.getCommonPoolParallelism * 4, n / (ParallelThreshold / 4))
+    val cuts = ArrayBuffer(0)
+    var s = 1
+    while (s < parts) {
+      var at = math.max(cuts.last + 1, (n.toLong * s / parts).toInt)
+      while (at < n && at > 0 && (order(at) >> 32) == (order(at - 1) >> 32)) at += 1
+      if (at < n) cuts += at
+      s += 1
+    }
+    cuts += n
+    cuts.toArray
+  }
+
+  // Stable sort of a chain (arrival order) by timestamp.
+  private def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {
+    var sorted = true
+    var i = 1
+    while (i < chain.length && sorted) { if (times(chain(i)) < times(chain(i - 1))) sorted = false; i += 1 }
+    if (sorted) chain
+    else {
+      val boxed = chain.map(Integer.valueOf)
+      Arrays.sort(boxed, (a: Integer, b: Integer) => java.lang.Long.compare(times(a), times(b))) // TimSort: stable
+      boxed.map(_.intValue)
+    }
   }
 }

@@ -30,10 +30,16 @@ final class StateRegistry {
 
   def find(name: String): Option[State] = Option(states.get(name))
 
-  def drop(name: String): Boolean = states.remove(name) != null
+  /** Removes the State, stopping its sweep and failing its waiting fetches. */
+  def drop(name: String): Boolean = {
+    val s = states.remove(name)
+    if (s != null) s.close()
+    s != null
+  }
 
   def names: Seq[String] = states.keySet.asScala.toSeq.sorted
 
   private def describe(s: StateSpec): String =
-    s"key <${s.keySchema}>, value <${s.valueSchema}>, ${s.partitions} partitions, rule ${s.updateRule}"
+    s"key <${s.keySchema}>, value <${s.valueSchema}>, ${s.partitions} partitions, rule ${s.updateRule}, " +
+      s"compaction ${s.compaction}, lateness ${s.lateness}"
 }

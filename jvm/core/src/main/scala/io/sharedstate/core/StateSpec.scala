@@ -1,26 +1,63 @@
 package io.sharedstate.core
 
+import io.sharedstate.core.compaction.CompactionRule
+import io.sharedstate.core.fetch.FetchRule
+import io.sharedstate.core.row.ValueType
+import io.sharedstate.core.rules.UpdateRule
+
 /**
  * What defines a State. Schemas are DDL strings ("ad_id STRING"): the engine stores keys and values
- * as opaque binary rows, and the Spark side owns their encoding.
+ * as binary rows in Spark's UnsafeRow layout; rules that look inside values read them through
+ * [[valueType]], parsed from the value DDL.
+ *
+ * @param fetchRules the fetch rules this State answers (built-in names or "class:<name>")
+ * @param compaction `keep_latest`, `none` or "class:<name>"
+ * @param lateness what an update below U at commit gets: `reject` (routed to the rejected log and the
+ *                 late-updates table) or `fail` (the commit fails, naming the update)
+ * @param memoryLimitBytes estimated bytes the State may hold (applied plus staged); 0 = no limit
+ * @param compactionIntervalMs period of the background compaction sweep; 0 = lazy compaction only
+ * @param compactionBatch entries each partition examines per sweep round
  */
 final case class StateSpec(
     name: String,
     keySchema: String,
     valueSchema: String,
     partitions: Int,
-    updateRule: String) {
+    updateRule: String,
+    fetchRules: Seq[String] = FetchRule.BuiltInNames,
+    compaction: String = "keep_latest",
+    lateness: String = StateSpec.RejectLate,
+    memoryLimitBytes: Long = 0L,
+    compactionIntervalMs: Long = 0L,
+    compactionBatch: Int = 10000) {
 
   StateSpec.validateName(name)
   if (partitions < 1 || partitions > StateSpec.MaxPartitions) {
     throw new SharedStateException(
       s"State '$name': partitions must be between 1 and ${StateSpec.MaxPartitions}, got $partitions.")
   }
-  UpdateRule.byName(updateRule)
+
+  @transient lazy val valueType: ValueType = ValueType.parse(valueSchema)
+  @transient lazy val keyType: ValueType = ValueType.parse(keySchema)
+
+  // Resolving the rules checks them against the value type now, not at the first update.
+  UpdateRule.resolve(updateRule, valueType)
+  CompactionRule.resolve(compaction, valueType)
+  fetchRules.foreach(FetchRule.checkName)
+  if (!StateSpec.LatenessPolicies.contains(lateness)) throw new SharedStateException(
+    s"State '$name': unknown lateness policy '$lateness'. Supported: ${StateSpec.LatenessPolicies.mkString(", ")}.")
+  if (memoryLimitBytes < 0) throw new SharedStateException(
+    s"State '$name': memoryLimitBytes must be >= 0 (0 = no limit), got $memoryLimitBytes.")
+  if (compactionIntervalMs < 0 || compactionBatch < 1) throw new SharedStateException(
+    s"State '$name': compactionIntervalMs must be >= 0 and compactionBatch >= 1, got $compactionIntervalMs and $compactionBatch.")
+  keyType
 }
 
 object StateSpec {
   val MaxPartitions = 4096
+  val RejectLate = "reject"
+  val FailLate = "fail"
+  val LatenessPolicies: Seq[String] = Seq(RejectLate, FailLate)
   private val NamePattern = "[A-Za-z][A-Za-z0-9_]{0,127}".r
 
   /** State names become directory and table names, so they are plain identifiers. */

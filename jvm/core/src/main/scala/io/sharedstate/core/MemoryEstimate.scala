@@ -1,0 +1,18 @@
+package io.sharedstate.core
+
+/**
+ * What the engine counts as bytes held: the raw bytes (key, 8 per timestamp, value bytes) plus an
+ * estimate of the JVM objects around them on a 64-bit JVM with compressed pointers, so a memory limit
+ * set from the heap size means what it says. The JMH footprint run checks the estimate.
+ */
+object MemoryEstimate {
+  /** Key object and its byte array header, the map node and its table slot, the ValueSet and its three array headers. */
+  val PerKey: Long = 24 + 16 + 32 + 8 + 24 + 3 * 16
+  /** The end offset of each value in the packed ValueSet. */
+  val PerVersion: Long = 4
+  /** A staged update: its slot in four parallel arrays and the value array header. */
+  val PerStaged: Long = 4 * 8 + 16
+
+  def entry(key: Key, set: ValueSet): Long =
+    if (set == null) 0L else key.bytes.length + set.payloadBytes + PerKey + PerVersion * set.size
+}

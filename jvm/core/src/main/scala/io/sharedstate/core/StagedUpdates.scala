@@ -1,0 +1,88 @@
+package io.sharedstate.core
+
+import java.util.Arrays
+
+/**
+ * Updates waiting for U, in arrival order, as parallel arrays (no object per update). Used by one
+ * thread at a time (the State's committer).
+ */
+private[core] final class StagedUpdates(initial: Int = 16) {
+  var keys = new Array[Key](initial)
+  var times = new Array[Long](initial)
+  var values = new Array[Array[Byte]](initial)
+  var origins = new Array[UpdateOrigin](initial)
+  private var n = 0
+  private var valueBytes = 0L
+  private var minTime = Long.MaxValue
+
+  def size: Int = n
+  def bytes: Long = valueBytes + n * MemoryEstimate.PerStaged
+
+  def add(key: Key, time: Long, value: Array[Byte], origin: UpdateOrigin): Unit = {
+    if (n == keys.length) grow(n * 2)
+    keys(n) = key; times(n) = time; values(n) = value; origins(n) = origin
+    n += 1
+    valueBytes += value.length
+    if (time < minTime) minTime = time
+  }
+
+  private def grow(capacity: Int): Unit = {
+    keys = Arrays.copyOf(keys, capacity); times = Arrays.copyOf(times, capacity)
+    values = Arrays.copyOf(values, capacity); origins = Arrays.copyOf(origins, capacity)
+  }
+
+  /** Removes and returns, in arrival order, the updates with time < `progress`; null when there is none. */
+  def takeBefore(progress: Long): StagedUpdates = {
+    if (n == 0 || minTime >= progress) null
+    else {
+      var ready = 0
+      var i = 0
+      while (i < n) { if (times(i) < progress) ready += 1; i += 1 }
+      val out = new StagedUpdates(ready)
+      var kept = 0
+      var newMin = Long.MaxValue
+      i = 0
+      while (i < n) {
+        if (times(i) < progress) out.add(keys(i), times(i), values(i), origins(i))
+        else {
+          keys(kept) = keys(i); times(kept) = times(i); values(kept) = values(i); origins(kept) = origins(i)
+          if (times(i) < newMin) newMin = times(i)
+          kept += 1
+        }
+        i += 1
+      }
+      Arrays.fill(keys.asInstanceOf[Array[AnyRef]], kept, n, null)
+      Arrays.fill(values.asInstanceOf[Array[AnyRef]], kept, n, null)
+      Arrays.fill(origins.asInstanceOf[Array[AnyRef]], kept, n, null)
+      n = kept
+      valueBytes -= out.valueBytes
+      minTime = newMin
+      out
+    }
+  }
+
+  /**
+   * (bin << 32 | index), sorted, where bin is where ConcurrentHashMap files the key in a table of
+   * `tableHint` slots (a power of two at least the map's own): equal keys end up adjacent, each in
+   * arrival order, and the chains then walk the map's table in order instead of at random, which
+   * keeps the lookups of a large apply in cache.
+   */
+  def orderByKeyHash(tableHint: Int): Array[Long] = {
+    val mask = tableHint - 1
+    val order = new Array[Long](n)
+    var i = 0
+    while (i < n) {
+      val h = keys(i).hashCode
+      val bin = (h ^ (h >>> 16)) & 0x7fffffff & mask // ConcurrentHashMap.spread, then the table index
+      order(i) = (bin.toLong << 32) | i.toLong
+      i += 1
+    }
+    if (n > (1 << 16)) Arrays.parallelSort(order) else Arrays.sort(order)
+    order
+  }
+
+  def foreach(f: (Key, Long, Array[Byte]) => Unit): Unit = {
+    var i = 0
+    while (i < n) { f(keys(i), times(i), values(i)); i += 1 }
+  }
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A markdown table (scores and ratios against a baseline implementation) and a bar plot for one
-JMH JSON result whose benchmark has an `impl` parameter.
+JMH JSON result whose benchmarks have an `impl` parameter (one row per method and other parameters).
 
 Usage: python benchmarks/jmh_rerun_report.py RESULT.json BASELINE_IMPL "title" "how it was run"
 Writes RESULT.md and RESULT.png beside the JSON. Needs matplotlib.
@@ -22,7 +22,8 @@ def main(path: str, baseline: str, title: str, how: str) -> None:
     for run in runs:
         params = dict(run["params"])
         impl = params.pop("impl")
-        key = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        method = run["benchmark"].rsplit(".", 1)[-1]
+        key = ", ".join([method] + [f"{k}={v}" for k, v in sorted(params.items())])
         metric = run["primaryMetric"]
         rows[key][impl] = (metric["score"] / 1e6, metric["scoreError"] / 1e6)
     impls = list(dict.fromkeys(r["params"]["impl"] for r in runs))

@@ -16,7 +16,7 @@ object SharedState {
   /** Creates a State, or returns the existing one if it has exactly this definition. */
   def create(spark: SparkSession, name: String, key: String, value: String, rule: String = "replace",
       partitions: Int = 8): StateHandle = {
-    val spec = StateSpec(name, key.trim, value.trim, partitions, rule.trim.toLowerCase)
+    val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
     StateSchemas.of(spec) // both schemas must parse before anything is registered
     SharedStateRuntime.registry.create(spec)
     new StateHandle(spark, name)
@@ -29,6 +29,12 @@ object SharedState {
   }
 
   def names: Seq[String] = SharedStateRuntime.registry.names
+
+  // Built-in names are case-insensitive; a user rule's class name ("class:com.acme.Rule") is not.
+  private def normalisedRule(rule: String): String = {
+    val r = rule.trim
+    if (r.regionMatches(true, 0, "class:", 0, 6)) r else r.toLowerCase
+  }
 }
 
 /** A handle on one State of this application. */

@@ -24,7 +24,8 @@ def test_numeric_rules_equal_running_aggregates(spark, workdir, state_name, rule
     shuffled = updates.sample(frac=1.0, random_state=4).reset_index(drop=True)
     closer = pd.DataFrame({"user": ["zz"], "ts": pd.to_datetime([10**12], unit="us", utc=True),
                            "clicks": np.array([0], dtype="int64")})
-    write_batches(workdir / "updates", np.array_split(shuffled, 5) + [closer])
+    batches = [shuffled.iloc[i::5].reset_index(drop=True) for i in range(5)]
+    write_batches(workdir / "updates", batches + [closer])
     state = ss.State.create(spark, state_name, key="user STRING", value="clicks BIGINT", rule=rule, partitions=3)
     q = (spark.readStream.schema("user STRING, ts TIMESTAMP, clicks BIGINT").option("maxFilesPerTrigger", 1)
          .parquet(str(workdir / "updates")).writeStream.format("sharedstate")
@@ -44,8 +45,11 @@ def test_numeric_rules_equal_running_aggregates(spark, workdir, state_name, rule
     spark.createDataFrame(probes).createOrReplaceTempView(f"probes_{state_name}")
     got = spark.sql(f"SELECT user, ts, sharedstate_fetch('{state_name}', user, ts).clicks AS total "
                     f"FROM probes_{state_name}").toPandas()
+    got["ts"] = pd.to_datetime(got["ts"]).dt.tz_localize("UTC")  # the session time zone is UTC
     want = pd.merge_asof(probes.sort_values("ts"), expected[["user", "ts", "total"]], on="ts", by="user",
                          direction="backward")
+    want["ts"] = want["ts"].astype("datetime64[us, UTC]")
+    got["ts"] = got["ts"].astype("datetime64[us, UTC]")
     merged = got.merge(want, on=["user", "ts"], suffixes=("_got", "_want"))
     assert len(merged) == len(probes)
     same = (merged["total_got"] == merged["total_want"]) | (merged["total_got"].isna() & merged["total_want"].isna())

@@ -20,6 +20,7 @@ def fetch_join(
     mode: str = "committed",
     how: str = "left",
     poll_interval_ms: int = 100,
+    staleness: str | None = None,
 ) -> DataFrame:
     """Joins each event with the State's value at the event's time.
 
@@ -29,6 +30,9 @@ def fetch_join(
     ``mode="committed"`` (read-committed) answers an event only once the State's update progress U
     has passed its time, so the answer never changes; until then the event waits in the query's
     checkpointed state and is emitted by a later micro-batch, with or without new input.
+    ``mode="uncommitted"`` with ``staleness="10 seconds"`` answers an event once its time minus the
+    staleness is below U, from the updates applied by then (bounded staleness, SSP): sooner, but
+    updates between U and the event time may be missing from the answer.
     ``how="left"`` keeps events with no value (nulls), ``"inner"`` drops them. Waiting events are
     re-checked every micro-batch; ``poll_interval_ms`` bounds how often.
 
@@ -39,6 +43,6 @@ def fetch_join(
     keys = [key] if isinstance(key, str) else list(key)
     with translated():
         jdf = fetch_join_entry(events.sparkSession).join(
-            events._jdf, name, ",".join(keys), time, rule, mode, how, int(poll_interval_ms)
+            events._jdf, name, ",".join(keys), time, rule, mode, how, int(poll_interval_ms), staleness
         )
     return DataFrame(jdf, events.sparkSession)

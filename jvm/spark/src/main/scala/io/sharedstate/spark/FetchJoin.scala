@@ -16,8 +16,8 @@ object FetchJoin {
 
   def apply(events: DataFrame, state: String, keys: Seq[String], time: String, rule: String = "latest",
       mode: String = "committed", how: String = "left",
-      pollIntervalMs: Long = DefaultPollIntervalMs): DataFrame = {
-    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, pollIntervalMs)
+      pollIntervalMs: Long = DefaultPollIntervalMs, staleness: String = null): DataFrame = {
+    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, pollIntervalMs, staleness)
     val keyOf = new KeyColumns(spec.keyOrdinals)
     events
       .groupByKey(keyOf)(Encoders.row(spec.keySchema))
@@ -28,8 +28,9 @@ object FetchJoin {
 
   /** Entry point for Python: keys as a comma-separated list. */
   def join(events: DataFrame, state: String, keys: String, time: String, rule: String, mode: String,
-      how: String, pollIntervalMs: Long): DataFrame =
-    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, pollIntervalMs)
+      how: String, pollIntervalMs: Long, staleness: String): DataFrame =
+    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how,
+      pollIntervalMs, staleness)
 }
 
 /** Picks the key columns out of an event row (the grouping key of the fetch join). */

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.SharedStateException
+import io.sharedstate.core.fetch.ReadMode
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.{ArrayType, StructField, StructType, TimestampType}
 
@@ -12,6 +13,7 @@ final case class FetchJoinSpec(
     keyOrdinals: Array[Int],
     timeOrdinal: Int,
     inner: Boolean,
+    mode: ReadMode,
     pollIntervalMs: Long) {
 
   def keySchema: StructType = StructType(keyOrdinals.map(eventSchema(_)))
@@ -25,11 +27,11 @@ final case class FetchJoinSpec(
 
 object FetchJoinSpec {
   val Rules = Seq("latest")
-  val Modes = Seq("committed")
+  val Modes = Seq("committed", "uncommitted")
   val Hows = Seq("left", "inner")
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
-      mode: String, how: String, pollIntervalMs: Long): FetchJoinSpec = {
+      mode: String, how: String, pollIntervalMs: Long, staleness: String = null): FetchJoinSpec = {
     val state = SharedStateRuntime.registry.get(stateName)
     val schemas = StateSchemas.of(state.spec)
     oneOf("rule", rule, Rules)
@@ -46,7 +48,20 @@ object FetchJoinSpec {
       throw new SharedStateException(s"Fetch join with State '$stateName' would add column(s) " +
         s"${clashes.mkString(", ")}, which the events already have. Rename or drop them in the events first.")
     }
-    FetchJoinSpec(stateName, schemas, eventSchema, keyOrdinals, timeOrdinal, how.toLowerCase == "inner", pollIntervalMs)
+    FetchJoinSpec(stateName, schemas, eventSchema, keyOrdinals, timeOrdinal, how.toLowerCase == "inner",
+      readMode(mode, staleness), pollIntervalMs)
+  }
+
+  /** committed, or uncommitted with a staleness interval (SSP: answered once t - staleness < U). */
+  private def readMode(mode: String, staleness: String): ReadMode = mode.toLowerCase match {
+    case "uncommitted" =>
+      if (staleness == null) throw new SharedStateException(
+        "Fetch join: mode 'uncommitted' needs a staleness, e.g. staleness='10 seconds' (0 seconds answers at t < U).")
+      ReadMode.Uncommitted(Lateness.parseMicros("staleness", staleness))
+    case _ =>
+      if (staleness != null) throw new SharedStateException(
+        s"Fetch join: staleness applies to mode 'uncommitted' only; mode '$mode' always waits until t < U.")
+      ReadMode.Committed
   }
 
   private def oneOf(option: String, value: String, allowed: Seq[String]): Unit =

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.fetch.{FetchRequest, FetchRule}
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -8,8 +9,8 @@ import org.apache.spark.sql.streaming.GroupState
 import scala.collection.mutable.ArrayBuffer
 
 /**
- * The per-key step of a read-committed `latest` fetch join. Events whose time is not yet below U
- * stay in the group's (checkpointed) state with a processing-time timeout, so a later batch, with
+ * The per-key step of a `latest` fetch join. Events not yet answerable (read-committed: time not
+ * below U; read-uncommitted: time - staleness not below U) stay in the group's (checkpointed) state with a processing-time timeout, so a later batch, with
  * or without new input, answers them once U has passed. No task ever waits for U.
  */
 final class FetchLatestFunction(spec: FetchJoinSpec, streaming: Boolean)
@@ -28,13 +29,14 @@ final class FetchLatestFunction(spec: FetchJoinSpec, streaming: Boolean)
     val still = ArrayBuffer.empty[Row]
     (waiting ++ events).foreach { event =>
       val timeValue = event.get(spec.timeOrdinal)
-      state.fetchLatest(k, EventTimes.micros(timeValue)) match {
+      state.fetch(FetchRequest(k, EventTimes.micros(timeValue), FetchRule.Latest, spec.mode)) match {
         case FetchAnswer.NotYet => still += event
         case FetchAnswer.Absent => if (!spec.inner) out += Row.fromSeq(event.toSeq ++ Seq.fill(valueWidth + 1)(null))
         case FetchAnswer.Found(t, bytes) =>
           val valueRow = new UnsafeRow(valueWidth)
           valueRow.pointTo(bytes, bytes.length)
           out += Row.fromSeq(event.toSeq ++ valueDeserializer(valueRow).toSeq :+ EventTimes.external(t, timeValue))
+        case other => throw new IllegalStateException(s"a latest fetch answered $other")
       }
     }
     if (still.isEmpty) {

@@ -6,15 +6,15 @@ import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, Tabl
 import org.apache.spark.sql.connector.metric.CustomMetric
 import org.apache.spark.sql.connector.read.ScanBuilder
 import org.apache.spark.sql.connector.read.streaming.ReportsSinkMetrics
-import org.apache.spark.sql.connector.write.{LogicalWriteInfo, Write, WriteBuilder}
+import org.apache.spark.sql.connector.write.{BatchWrite, LogicalWriteInfo, Write, WriteBuilder}
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 /**
- * A State seen as a table: streaming writes apply updates; batch reads give the State as of a time
- * (`asOf`), or its rejected and late updates (`table` = `rejected`).
+ * A State seen as a table: streaming writes apply updates, batch writes bulk-load it; batch reads
+ * give the State as of a time (`asOf`), or its rejected and late updates (`table` = `rejected`).
  */
 final case class SharedStateTable(options: CaseInsensitiveStringMap)
   extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
@@ -30,7 +30,8 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
   override def schema(): StructType = ReadOptions.parse(options, schemas).schema
 
   override def capabilities(): util.Set[TableCapability] = Set(
-    TableCapability.STREAMING_WRITE, TableCapability.BATCH_READ, TableCapability.ACCEPT_ANY_SCHEMA).asJava
+    TableCapability.STREAMING_WRITE, TableCapability.BATCH_WRITE, TableCapability.BATCH_READ,
+    TableCapability.ACCEPT_ANY_SCHEMA).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val parsed = UpdateOptions.parse(info.options(), info.schema())
@@ -39,6 +40,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
     new WriteBuilder {
       override def build(): Write = new Write {
         override def toStreaming: StreamingWrite = new UpdateStreamingWrite(parsed, writer)
+        override def toBatch: BatchWrite = new BulkLoadWrite(parsed)
         override def supportedCustomMetrics(): Array[CustomMetric] = UpdateMetrics.supported
       }
     }

@@ -14,6 +14,7 @@ final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends
 
   private val state: State = SharedStateRuntime.registry.get(options.stateName)
   state.registerWriter(writer)
+  private val committer = new EpochCommitter(state, writer, options.latenessMicros)
 
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
     new UpdateWriterFactory(options, writer)
@@ -21,13 +22,7 @@ final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends
   override def useCommitCoordinator(): Boolean = true
 
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = {
-    val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }
-      .foldLeft(EventTime.MinusInfinity)(math.max)
-    val previous = state.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
-    val progress =
-      if (maxSeen == EventTime.MinusInfinity) previous
-      else math.max(previous, maxSeen - options.latenessMicros)
-    val outcome = state.commitEpoch(writer, epochId, progress)
+    val outcome = committer.commit(epochId, messages)
     logInfo(s"State ${state.name}: writer $writer epoch $epochId committed " +
       s"(accepted ${outcome.accepted}, rejected ${outcome.rejected}, U=${EventTime.show(outcome.updateProgress)})")
   }

@@ -1,0 +1,21 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.State.CommitOutcome
+import org.apache.spark.sql.connector.write.WriterCommitMessage
+
+/**
+ * Commits one epoch of a writer: the writer's new progress is its event-time watermark, the max
+ * event time seen minus the allowed lateness, never lower than before.
+ */
+final class EpochCommitter(state: State, writer: String, latenessMicros: Long) {
+  def commit(epoch: Long, messages: Array[WriterCommitMessage]): CommitOutcome = {
+    val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }
+      .foldLeft(EventTime.MinusInfinity)(math.max)
+    val previous = state.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
+    val progress =
+      if (maxSeen == EventTime.MinusInfinity) previous
+      else math.max(previous, maxSeen - latenessMicros)
+    state.commitEpoch(writer, epoch, progress)
+  }
+}

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, expected_late, make_workload, oracle, write_batches
+from sharedstate.demos.adcamp_data import (
+    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
+)
 from streams import wait_until
 
 
@@ -31,9 +33,7 @@ def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame,
               .option("checkpointLocation", str(workdir / "ck-events"))
               .trigger(processingTime="300 milliseconds").start())
 
-    accepted = work.updates.merge(expected_late(work)[["ad_id", "ts"]], how="left", on=["ad_id", "ts"], indicator=True)
-    accepted = accepted[accepted["_merge"] == "left_only"].drop(columns="_merge")
-    expected = oracle(work.events, accepted, time_column="value_time")
+    expected = oracle(work.events, accepted_updates(work), time_column="value_time")
     if how == "inner":
         expected = expected[expected["campaign"].notna()]
 
@@ -96,8 +96,7 @@ def test_late_updates_are_listed_and_as_of_reads_match_the_history(spark, workdi
     assert progress["updates_applied"] == accepted - still_waiting
 
     # as-of reads: per key, the newest accepted update at or before t (only final values exist)
-    history = work.updates.merge(late[["ad_id", "ts"]], how="left", on=["ad_id", "ts"], indicator=True)
-    history = history[history["_merge"] == "left_only"]
+    history = accepted_updates(work)
     history = history.assign(ts=pd.to_datetime(history["ts"], utc=True))
     for seconds in (45, 200, 599):
         t = pd.Timestamp(seconds, unit="s", tz="UTC")

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, expected_late, make_workload, oracle, write_batches
+from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, oracle, write_batches
 
 
 @pytest.fixture
@@ -21,9 +21,7 @@ def loaded_state(spark, workdir, state_name):
          .option("lateness", "20 seconds").option("checkpointLocation", str(workdir / "ck")).start())
     q.processAllAvailable()
     q.stop()
-    late = expected_late(work)
-    accepted = work.updates.merge(late[["ad_id", "ts"]], how="left", on=["ad_id", "ts"], indicator=True)
-    return state, accepted[accepted["_merge"] == "left_only"].drop(columns="_merge")
+    return state, accepted_updates(work)
 
 
 def test_sql_fetch_equals_asof_join_below_u(spark, loaded_state):

@@ -25,7 +25,7 @@ import pandas as pd
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, expected_late, make_workload, oracle, write_batches,
+    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
 )
 
 
@@ -128,9 +128,7 @@ def main() -> int:
     print(_effectiveness(result).to_string())
 
     late = expected_late(work)
-    accepted = work.updates.merge(late[["ad_id", "ts"]], how="left", on=["ad_id", "ts"], indicator=True)
-    accepted = accepted[accepted["_merge"] == "left_only"].drop(columns="_merge")
-    expected = oracle(work.events, accepted, time_column=campaigns.time_column)
+    expected = oracle(work.events, accepted_updates(work), time_column=campaigns.time_column)
     cols = ["event_id", "campaign", campaigns.time_column]
     got = result[cols].sort_values("event_id").reset_index(drop=True)
     want = expected[cols].sort_values("event_id").reset_index(drop=True)

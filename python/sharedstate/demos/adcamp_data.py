@@ -98,6 +98,13 @@ def expected_late(work: Workload) -> pd.DataFrame:
     return pd.concat(late, ignore_index=True) if late else work.update_batches[0].iloc[0:0]
 
 
+def accepted_updates(work: Workload) -> pd.DataFrame:
+    """The update history the State must hold: every update but the late ones."""
+    late = expected_late(work)[["ad_id", "ts"]]
+    marked = work.updates.merge(late, how="left", on=["ad_id", "ts"], indicator=True)
+    return marked[marked["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
+
+
 def oracle(events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign",
            time_column: str = "campaigns_time") -> pd.DataFrame:
     """The offline as-of join over the whole (accepted) update history."""

@@ -2,7 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.StatePartition
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
 import scala.collection.mutable.ArrayBuffer
 
 /**
@@ -17,13 +17,9 @@ object AsOfScan {
     partition.foreachEntry { (key, set) =>
       val i = set.latestIndex(asOf)
       if (i >= 0) {
-        val k = new UnsafeRow(keyWidth)
-        k.pointTo(key.bytes, key.bytes.length)
-        val v = new UnsafeRow(valueWidth)
-        val bytes = set.valueAt(i)
-        v.pointTo(bytes, bytes.length)
         val time = new GenericInternalRow(Array[Any](set.timeAt(i)))
-        out += new JoinedRow(k, new JoinedRow(v, time)).copy()
+        out += new JoinedRow(StoredRows.wrap(key.bytes, keyWidth),
+          new JoinedRow(StoredRows.wrap(set.valueAt(i), valueWidth), time)).copy()
       }
     }
     out.iterator

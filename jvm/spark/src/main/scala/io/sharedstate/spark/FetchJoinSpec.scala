@@ -57,7 +57,7 @@ object FetchJoinSpec {
     case "uncommitted" =>
       if (staleness == null) throw new SharedStateException(
         "Fetch join: mode 'uncommitted' needs a staleness, e.g. staleness='10 seconds' (0 seconds answers at t < U).")
-      ReadMode.Uncommitted(Lateness.parseMicros("staleness", staleness))
+      ReadMode.Uncommitted(Intervals.parseMicros("staleness", staleness))
     case _ =>
       if (staleness != null) throw new SharedStateException(
         s"Fetch join: staleness applies to mode 'uncommitted' only; mode '$mode' always waits until t < U.")

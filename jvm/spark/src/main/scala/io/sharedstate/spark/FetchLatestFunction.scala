@@ -33,9 +33,8 @@ final class FetchLatestFunction(spec: FetchJoinSpec, streaming: Boolean)
         case FetchAnswer.NotYet => still += event
         case FetchAnswer.Absent => if (!spec.inner) out += Row.fromSeq(event.toSeq ++ Seq.fill(valueWidth + 1)(null))
         case FetchAnswer.Found(t, bytes) =>
-          val valueRow = new UnsafeRow(valueWidth)
-          valueRow.pointTo(bytes, bytes.length)
-          out += Row.fromSeq(event.toSeq ++ valueDeserializer(valueRow).toSeq :+ EventTimes.external(t, timeValue))
+          val value = valueDeserializer(StoredRows.wrap(bytes, valueWidth))
+          out += Row.fromSeq(event.toSeq ++ value.toSeq :+ EventTimes.external(t, timeValue))
         case other => throw new IllegalStateException(s"a latest fetch answered $other")
       }
     }

@@ -2,7 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, State}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -20,15 +20,12 @@ object RejectedScan {
   def rows(state: State, s: StateSchemas): Iterator[InternalRow] =
     state.rejectedUpdates.iterator.map { r =>
       new GenericInternalRow(Array[Any](
-        unsafe(r.key, s.key.length),
+        StoredRows.wrap(r.key, s.key.length),
         if (r.time == null) null else r.time.longValue(),
-        unsafe(r.value, s.value.length),
+        StoredRows.wrap(r.value, s.value.length),
         UTF8String.fromString(r.reason),
         UTF8String.fromString(r.writer),
         r.epoch,
         if (EventTime.isFinite(r.updateProgressAtArrival)) r.updateProgressAtArrival else null))
     }
-
-  private def unsafe(bytes: Array[Byte], fields: Int): UnsafeRow =
-    if (bytes == null) null else { val row = new UnsafeRow(fields); row.pointTo(bytes, bytes.length); row }
 }

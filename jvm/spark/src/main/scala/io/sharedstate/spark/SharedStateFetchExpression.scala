@@ -2,7 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.types.{DataType, StructField, StructType, TimestampType}
 
@@ -51,9 +51,7 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     state.fetchLatest(k, t.asInstanceOf[Long]) match {
       case FetchAnswer.Absent => null
       case FetchAnswer.Found(at, bytes) =>
-        val value = new UnsafeRow(schemas.value.length)
-        value.pointTo(bytes, bytes.length)
-        InternalRow.fromSeq(value.toSeq(schemas.value) :+ at)
+        InternalRow.fromSeq(StoredRows.wrap(bytes, schemas.value.length).toSeq(schemas.value) :+ at)
       case FetchAnswer.NotYet =>
         throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(t.asInstanceOf[Long])}): " +
           s"that time is not yet below the update progress of the State (U=${EventTime.show(state.updateProgress)}), " +

@@ -12,9 +12,7 @@ final case class UpdateOptions(
     timeOrdinal: Int,
     valueOrdinals: Array[Int],
     latenessMicros: Long,
-    inputSchema: StructType) {
-  def schemas: StateSchemas = StateSchemas.of(SharedStateRuntime.registry.get(stateName).spec)
-}
+    inputSchema: StructType)
 
 object UpdateOptions {
   val State = "state"
@@ -45,7 +43,7 @@ object UpdateOptions {
     val timeCol = Option(options.get(Time)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'time' is required: the TIMESTAMP column with each update's event time."))
     val valueCols = columns(options, Value).getOrElse(schemas.value.fieldNames.toSeq)
-    val lateness = Option(options.get(LatenessOption)).map(Lateness.parseMicros(LatenessOption, _)).getOrElse(0L)
+    val lateness = Option(options.get(LatenessOption)).map(Intervals.parseMicros(LatenessOption, _)).getOrElse(0L)
     UpdateOptions(
       stateName = state.name,
       keyOrdinals = StateSchemas.bindColumns(input, keyCols, schemas.key, Key, state.name),

@@ -6,18 +6,18 @@ import org.scalatest.funsuite.AnyFunSuite
 
 class OptionParsingSuite extends AnyFunSuite {
   test("lateness intervals become microseconds") {
-    assert(Lateness.parseMicros("lateness", "5 seconds") == 5000000L)
-    assert(Lateness.parseMicros("lateness", "1 minute 30 seconds") == 90000000L)
-    assert(Lateness.parseMicros("lateness", "2 days") == 2L * 86400 * 1000000)
-    assert(Lateness.parseMicros("lateness", "0 seconds") == 0L)
+    assert(Intervals.parseMicros("lateness", "5 seconds") == 5000000L)
+    assert(Intervals.parseMicros("lateness", "1 minute 30 seconds") == 90000000L)
+    assert(Intervals.parseMicros("lateness", "2 days") == 2L * 86400 * 1000000)
+    assert(Intervals.parseMicros("lateness", "0 seconds") == 0L)
   }
 
   test("bad lateness names the option and what is allowed") {
-    val months = intercept[SharedStateException](Lateness.parseMicros("lateness", "1 month"))
+    val months = intercept[SharedStateException](Intervals.parseMicros("lateness", "1 month"))
     assert(months.getMessage.contains("months or years"))
-    val junk = intercept[SharedStateException](Lateness.parseMicros("lateness", "soon"))
+    val junk = intercept[SharedStateException](Intervals.parseMicros("lateness", "soon"))
     assert(junk.getMessage.contains("Option 'lateness': 'soon' is not an interval"))
-    val negative = intercept[SharedStateException](Lateness.parseMicros("lateness", "-5 seconds"))
+    val negative = intercept[SharedStateException](Intervals.parseMicros("lateness", "-5 seconds"))
     assert(negative.getMessage.contains("negative"))
   }
 

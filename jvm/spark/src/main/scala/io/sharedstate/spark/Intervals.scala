@@ -5,8 +5,8 @@ import org.apache.spark.sql.catalyst.util.IntervalUtils
 import org.apache.spark.unsafe.types.UTF8String
 import scala.util.control.NonFatal
 
-/** Parses an allowed-lateness interval ("5 seconds", "1 minute") into microseconds. */
-object Lateness {
+/** Parses an interval option (lateness, staleness: "5 seconds", "1 minute") into microseconds. */
+object Intervals {
   def parseMicros(option: String, text: String): Long = {
     val interval = try IntervalUtils.stringToInterval(UTF8String.fromString(text)) catch {
       case NonFatal(e) => throw new SharedStateException(

@@ -42,6 +42,7 @@ final class State(val spec: StateSpec) {
   @volatile private var u: Long = EventTime.MinusInfinity
   @volatile private var f: Long = EventTime.MinusInfinity
   private var lastFiniteU: Long = EventTime.MinusInfinity
+  @volatile private var journal: StateJournal = null
   @volatile private var sweeper: ScheduledFuture[_] =
     if (spec.compactionIntervalMs > 0) CompactionScheduler.schedule(this, spec.compactionIntervalMs) else null
 
@@ -57,6 +58,9 @@ final class State(val spec: StateSpec) {
   /** Pairs older than this may be compacted away. */
   def compactionHorizon: Long = math.min(f, u)
 
+  /** Records progress events in `j` from now on (see [[StateJournal]]); null stops journaling. */
+  def attachJournal(j: StateJournal): Unit = underCommitLock { journal = j }
+
   // ---- writers and update progress ----
 
   /**
@@ -65,9 +69,12 @@ final class State(val spec: StateSpec) {
    * the last finite U (see docs/engine.md).
    */
   def registerWriter(writer: String): Unit = afterProgress(underCommitLock {
-    if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) {
-      u = lastFiniteU
+    val rejoining = !updateTracker.isActive(writer)
+    val reopenAt = if (u == EventTime.PlusInfinity && rejoining && updateTracker.activeCount == 0) lastFiniteU else u
+    if (rejoining && journal != null) {
+      journal.writerRegistered(writer, updateTracker.progressOf(writer).getOrElse(frontierOf(reopenAt)))
     }
+    u = reopenAt
     updateTracker.register(writer, u)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
@@ -93,9 +100,13 @@ final class State(val spec: StateSpec) {
 
   /**
    * Commits `epoch` of `writer` with the writer's new progress (its event-time watermark).
-   * Idempotent: an epoch at or below the writer's last committed one changes nothing.
+   * Idempotent: an epoch at or below the writer's last committed one changes nothing. With a journal
+   * attached, the commit is journaled (with `payload`) before anything of it becomes visible.
+   *
+   * @param finish the writer finishes with this epoch, in the same step (a bulk load)
    */
-  def commitEpoch(writer: String, epoch: Long, progress: Long): CommitOutcome = afterProgress(underCommitLock {
+  def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef = null,
+      finish: Boolean = false): CommitOutcome = afterProgress(underCommitLock {
     if (!updateTracker.isRegistered(writer)) {
       throw new SharedStateException(s"Writer '$writer' is not registered on State '${spec.name}'.")
     }
@@ -108,33 +119,15 @@ final class State(val spec: StateSpec) {
       val uNow = u
       if (spec.lateness == StateSpec.FailLate) failOnLate(writer, epoch, tasks, uNow)
       checkMemory(0L, s"committing epoch $epoch of writer '$writer'")
+      val newProgress = math.max(updateTracker.progressOf(writer).get, progress)
+      if (journal != null) journal.epochCommitting(JournalCommit(writer, epoch, uNow, newProgress, finish, payload))
       dropStaging((writer, epoch))
-      var accepted = 0
-      var rejected = 0
-      val origin = new UpdateOrigin(writer, epoch, uNow)
-      // Tasks in id order, so ties at one (key, timestamp) resolve the same way on every run.
-      tasks.foreach { batch =>
-        var i = 0
-        while (i < batch.size) {
-          val t = batch.times(i)
-          if (t < uNow) {
-            reject(RejectedUpdate(batch.keys(i), t, batch.values(i), RejectedUpdate.Late, writer, epoch, uNow))
-            rejected += 1
-          } else {
-            val key = new Key(batch.keys(i))
-            partitionOf(key).stage(key, t, batch.values(i), origin)
-            accepted += 1
-          }
-          i += 1
-        }
-        batch.rejected.foreach { r => reject(r.copy(writer = writer, epoch = epoch, updateProgressAtArrival = uNow)) }
-        rejected += batch.rejected.length
-      }
+      val (accepted, rejected) = admit(writer, epoch, tasks, uNow)
       // Epochs older than this one that never committed were aborted attempts: drop their staging.
       staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(dropStaging)
       lastEpoch(writer) = epoch
-      val current = updateTracker.progressOf(writer).get
-      updateTracker.report(writer, math.max(current, progress))
+      updateTracker.report(writer, newProgress)
+      if (finish) updateTracker.finish(writer)
       val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
       stats.accepted.addAndGet(accepted)
       stats.rejected.addAndGet(rejected)
@@ -151,12 +144,14 @@ final class State(val spec: StateSpec) {
 
   /** A writer that has stopped for good no longer holds U back. */
   def finishWriter(writer: String): Unit = afterProgress(underCommitLock {
+    if (journal != null && updateTracker.isActive(writer)) journal.writerFinished(writer)
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
   })
 
   /** Forgets a writer and what it staged; it no longer holds U back. */
   def deregisterWriter(writer: String): Unit = afterProgress(underCommitLock {
+    if (journal != null && updateTracker.isRegistered(writer)) journal.writerDeregistered(writer)
     updateTracker.deregister(writer)
     staging.keySet.asScala.filter(_._1 == writer).foreach(dropStaging)
     lastEpoch -= writer
@@ -285,6 +280,35 @@ final class State(val spec: StateSpec) {
   /** Encodes partition `i` (entries and staged updates) in the snapshot format. */
   def snapshotPartition(i: Int): Array[Byte] = underCommitLock(codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u))
 
+  // ---- replay (see StateReplay) ----
+
+  private[core] def replayRegistered(writer: String, frontier: Long): Unit = underCommitLock {
+    updateTracker.register(writer, frontier)
+    writerStats.putIfAbsent(writer, new WriterStats)
+  }
+
+  private[core] def replayCommit(writer: String, epoch: Long, uAtCommit: Long, writerProgress: Long, finish: Boolean,
+      tasks: Seq[UpdateBatch]): Unit = underCommitLock {
+    if (!updateTracker.isRegistered(writer)) updateTracker.register(writer, EventTime.MinusInfinity)
+    val (accepted, rejected) = admit(writer, epoch, tasks, uAtCommit)
+    lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
+    updateTracker.report(writer, math.max(updateTracker.progressOf(writer).get, writerProgress))
+    if (finish) updateTracker.finish(writer)
+    if (EventTime.isFinite(uAtCommit)) lastFiniteU = uAtCommit
+    val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
+    stats.accepted.addAndGet(accepted)
+    stats.rejected.addAndGet(rejected)
+  }
+
+  private[core] def replayFinished(writer: String): Unit = underCommitLock(updateTracker.finish(writer))
+
+  private[core] def replayDeregistered(writer: String): Unit = underCommitLock {
+    updateTracker.deregister(writer)
+    lastEpoch -= writer
+  }
+
+  private[core] def replayFinish(): Unit = afterProgress(underCommitLock(publishProgress(updateTracker.current)))
+
   // ---- introspection ----
 
   /** Rejected and late updates, oldest first. */
@@ -350,6 +374,34 @@ final class State(val spec: StateSpec) {
         i += 1
       }
     }
+
+  // Stages the updates of an epoch at or above `uNow` and rejects the rest (late, or rejected in the
+  // task). Tasks in id order, so ties at one (key, timestamp) resolve the same way on every run.
+  private def admit(writer: String, epoch: Long, tasks: Seq[UpdateBatch], uNow: Long): (Int, Int) = {
+    var accepted = 0
+    var rejected = 0
+    val origin = new UpdateOrigin(writer, epoch, uNow)
+    tasks.foreach { batch =>
+      var i = 0
+      while (i < batch.size) {
+        val t = batch.times(i)
+        if (t < uNow) {
+          reject(RejectedUpdate(batch.keys(i), t, batch.values(i), RejectedUpdate.Late, writer, epoch, uNow))
+          rejected += 1
+        } else {
+          val key = new Key(batch.keys(i))
+          partitionOf(key).stage(key, t, batch.values(i), origin)
+          accepted += 1
+        }
+        i += 1
+      }
+      batch.rejected.foreach { r => reject(r.copy(writer = writer, epoch = epoch, updateProgressAtArrival = uNow)) }
+      rejected += batch.rejected.length
+    }
+    (accepted, rejected)
+  }
+
+  private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity
 
   private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet() }
 

@@ -39,6 +39,8 @@ final class UpdateBatch {
   private[core] def values(i: Int): Array[Byte] = valueArr(i)
 
   def size: Int = n
+  /** The rows the task rejected itself (a null key or time), in the order they came. */
+  def rejectedRows: Seq[RejectedUpdate] = rejected.toSeq
   def rejectedCount: Int = rejected.length
   /** Estimated bytes this batch holds while staged. */
   def bytes: Long = byteCount

@@ -1,0 +1,92 @@
+package io.sharedstate.spark.durable
+
+import io.sharedstate.core.{Key, RejectedUpdate, UpdateBatch}
+import java.nio.file.Files
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+class DeltaChangelogSuite extends AnyFunSuite {
+
+  private def bytes(s: String): Array[Byte] = s.getBytes("UTF-8")
+  private def tempTable(): String = Files.createTempDirectory("changelog-").resolve("changelog").toString
+
+  private def batch(rows: (String, Long, String)*): UpdateBatch = {
+    val b = new UpdateBatch
+    rows.foreach { case (k, t, v) => b.add(bytes(k), t, bytes(v)) }
+    b
+  }
+
+  // The rows a task wrote, as (partition, key, time, value, task, seq), independent of the reader.
+  private def expected(b: UpdateBatch, task: Int, partitions: Int): Set[(Int, String, Long, String, Int, Int)] =
+    (0 until b.size).map { i =>
+      (new Key(b.keyAt(i)).partition(partitions), new String(b.keyAt(i), "UTF-8"), b.timeAt(i),
+        new String(b.valueAt(i), "UTF-8"), task, i)
+    }.toSet
+
+  private def seen(rows: Seq[ChangelogRow]): Set[(Int, String, Long, String, Int, Int)] =
+    rows.map(r => (r.partition, new String(r.key, "UTF-8"), r.timestamp.longValue, new String(r.value, "UTF-8"), r.task, r.seq)).toSet
+
+  test("task files committed as an epoch read back per partition, each row in its key's partition") {
+    val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
+    val target = log.target(partitionCount = 4)
+    val b0 = batch(("a", 10L, "x"), ("b", 11L, "y"), ("c", 12L, "z"), ("a", 13L, "w"))
+    val b1 = batch(("d", 5L, "v"), ("e", 7L, "u"))
+    val files = target.writeTask("w1", 0L, 0, b0) ++ target.writeTask("w1", 0L, 1, b1)
+    assert(log.readPartition(0).isEmpty, "nothing is visible before the commit")
+    assert(log.commitEpoch("w1", 0L, files).isDefined)
+    val all = (0 until 4).flatMap(p => log.readPartition(p))
+    assert(seen(all) == expected(b0, 0, 4) ++ expected(b1, 1, 4))
+    all.foreach(r => assert(r.writer == "w1" && r.epoch == 0L && r.event == null))
+    assert(log.lastEpoch("w1").contains(0L))
+    assert(log.lastEpoch("w2").isEmpty)
+  }
+
+  test("an epoch committed again (a re-run after a failure) adds nothing") {
+    val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
+    val target = log.target(partitionCount = 2)
+    val b = batch(("k1", 1L, "v1"), ("k2", 2L, "v2"))
+    assert(log.commitEpoch("w", 3L, target.writeTask("w", 3L, 0, b)).isDefined)
+    val version = log.latestVersion
+    // The re-run writes new files (another attempt) and commits the same (writer, epoch) again.
+    assert(log.commitEpoch("w", 3L, target.writeTask("w", 3L, 0, b)).isEmpty)
+    assert(log.commitEpoch("w", 2L, target.writeTask("w", 2L, 0, b)).isEmpty, "an older epoch is also refused")
+    assert(log.latestVersion == version)
+    assert(seen((0 until 2).flatMap(p => log.readPartition(p))) == expected(b, 0, 2))
+    // Another writer's epoch 3 is its own transaction id.
+    assert(log.commitEpoch("other", 3L, target.writeTask("other", 3L, 0, b)).isDefined)
+  }
+
+  test("rows rejected in the task are logged too: a null key in the journal partition, a null time in its key's partition") {
+    val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
+    val target = log.target(partitionCount = 3)
+    val b = batch(("k", 1L, "v"))
+    b.reject(RejectedUpdate(null, 5L, bytes("no key"), RejectedUpdate.NullKey, "w", 0L, 0L))
+    b.reject(RejectedUpdate(bytes("k"), null, bytes("no time"), RejectedUpdate.NullTime, "w", 0L, 0L))
+    log.commitEpoch("w", 0L, target.writeTask("w", 0L, 0, b))
+    val journal = log.readPartition(ChangelogSchema.JournalPartition)
+    assert(journal.map(r => (r.key, r.timestamp.longValue, new String(r.value, "UTF-8"))).map(t => (t._1 == null, t._2, t._3)) ==
+      Seq((true, 5L, "no key")))
+    val p = new Key(bytes("k")).partition(3)
+    val rows = log.readPartition(p).sortBy(_.seq)
+    assert(rows.map(r => (new String(r.value, "UTF-8"), Option(r.timestamp).map(_.longValue))) ==
+      Seq(("v", Some(1L)), ("no time", None)))
+  }
+
+  test("an older version reads as it was (time travel on the changelog)") {
+    val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
+    val target = log.target(partitionCount = 1)
+    log.commitEpoch("w", 0L, target.writeTask("w", 0L, 0, batch(("a", 1L, "first"))))
+    val v0 = log.latestVersion
+    log.commitEpoch("w", 1L, target.writeTask("w", 1L, 0, batch(("a", 2L, "second"))))
+    assert(log.readPartition(0, Some(v0)).map(r => new String(r.value, "UTF-8")) == Seq("first"))
+    assert(log.readPartition(0).map(r => new String(r.value, "UTF-8")).toSet == Set("first", "second"))
+  }
+
+  test("files go under the Delta partition directories of the table") {
+    val path = tempTable()
+    val target = DeltaChangelog.openOrCreate(path, new Configuration()).target(partitionCount = 2)
+    assert(target.directory(-1).endsWith("partition=-1"))
+    assert(target.directory(1).endsWith("partition=1"))
+    assert(target.directory(0).contains(new java.io.File(path).getName))
+  }
+}

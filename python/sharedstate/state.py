@@ -33,19 +33,24 @@ class State:
         value: str,
         rule: str = "replace",
         partitions: int = 8,
+        root: str | None = None,
     ) -> "State":
         """Creates a State, or returns the existing one if it has exactly this definition.
 
         ``key`` and ``value`` are DDL column lists (``"ad_id STRING"``, ``"user STRING, day DATE"``);
         ``rule`` is the update rule (``replace``); ``partitions`` is fixed for the State's life.
+        ``root`` (default: the ``spark.sharedstate.root`` conf; unset = in memory only) makes the State
+        durable: its Delta tables live under ``<root>/<name>/``, and if they already exist there the
+        State is reopened and rebuilt from them (see docs/durability.md).
         """
         with translated():
-            text = api(spark).create(name, key, value, int(partitions), rule)
+            text = api(spark).create(name, key, value, int(partitions), rule, root)
         return State(spark, json.loads(text))
 
     @staticmethod
     def get(spark: SparkSession, name: str) -> "State":
-        """The existing State called ``name``; unknown names raise SharedStateError."""
+        """The existing State called ``name``: one of this application, or a durable one found under
+        ``spark.sharedstate.root`` (rebuilt from its tables); unknown names raise SharedStateError."""
         with translated():
             return State(spark, json.loads(api(spark).get(name)))
 

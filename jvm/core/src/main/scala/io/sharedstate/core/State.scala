@@ -282,9 +282,13 @@ final class State(val spec: StateSpec) {
 
   // ---- replay (see StateReplay) ----
 
+  // Replay goes through the same steps as the live calls, but takes each commit's lateness decision
+  // (its U) from the journal instead of from the State.
   private[core] def replayRegistered(writer: String, frontier: Long): Unit = underCommitLock {
+    if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) u = lastFiniteU
     updateTracker.register(writer, frontier)
     writerStats.putIfAbsent(writer, new WriterStats)
+    publishProgress(updateTracker.current)
   }
 
   private[core] def replayCommit(writer: String, epoch: Long, uAtCommit: Long, writerProgress: Long, finish: Boolean,
@@ -294,20 +298,24 @@ final class State(val spec: StateSpec) {
     lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
     updateTracker.report(writer, math.max(updateTracker.progressOf(writer).get, writerProgress))
     if (finish) updateTracker.finish(writer)
-    if (EventTime.isFinite(uAtCommit)) lastFiniteU = uAtCommit
     val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
     stats.accepted.addAndGet(accepted)
     stats.rejected.addAndGet(rejected)
+    publishProgress(updateTracker.current)
   }
 
-  private[core] def replayFinished(writer: String): Unit = underCommitLock(updateTracker.finish(writer))
+  private[core] def replayFinished(writer: String): Unit = underCommitLock {
+    updateTracker.finish(writer)
+    publishProgress(updateTracker.current)
+  }
 
   private[core] def replayDeregistered(writer: String): Unit = underCommitLock {
     updateTracker.deregister(writer)
     lastEpoch -= writer
+    publishProgress(updateTracker.current)
   }
 
-  private[core] def replayFinish(): Unit = afterProgress(underCommitLock(publishProgress(updateTracker.current)))
+  private[core] def replayFinish(): Unit = drainPending()
 
   // ---- introspection ----
 

@@ -8,8 +8,18 @@ final class StateRegistry {
   private val states = new ConcurrentHashMap[String, State]()
 
   /** Creates a State; an existing one with the same spec is returned, a different one is an error. */
-  def create(spec: StateSpec): State = {
-    val state = states.computeIfAbsent(spec.name, _ => new State(spec))
+  def create(spec: StateSpec): State = create(spec, _ => ())
+
+  /**
+   * Like create(spec), running `init` on a new State before any other thread can see it (recovery
+   * from a durable log); if `init` fails, nothing is registered.
+   */
+  def create(spec: StateSpec, init: State => Unit): State = {
+    val state = states.computeIfAbsent(spec.name, _ => {
+      val s = new State(spec)
+      try init(s) catch { case e: Throwable => s.close(); throw e }
+      s
+    })
     if (state.spec != spec) {
       throw new SharedStateException(s"State '${spec.name}' already exists with a different definition: " +
         s"${describe(state.spec)}; asked for ${describe(spec)}. Drop it first or use State.get.")

@@ -2,11 +2,10 @@ package io.sharedstate.core
 
 /**
  * Rebuilds a fresh State from its journal: the events in the order they were journaled, each commit
- * with its tasks' updates in task order. The lateness decision of every commit is the one that was
- * journaled (its U), not recomputed, so the same updates are accepted and rejected as the first time.
- * Accepted updates are staged and applied once [[finish]] publishes U, per key in (timestamp, arrival)
- * order with the same rules: the same values as applying them epoch by epoch, because an accepted
- * update is never below a pair that was already applied when it arrived.
+ * with its tasks' updates in task order, through the same steps as the live calls (progress is
+ * published and what it makes final is applied after each event). The lateness decision of every
+ * commit is the one that was journaled (its U), not recomputed, so exactly the same updates are
+ * accepted and rejected as the first time, whatever the State's U was when a writer joined.
  */
 final class StateReplay(state: State) {
   private var done = false
@@ -23,7 +22,7 @@ final class StateReplay(state: State) {
 
   def deregistered(writer: String): Unit = { check(); state.replayDeregistered(writer) }
 
-  /** Publishes the rebuilt U (applying what is final). The State is ready for writers and readers. */
+  /** Ends the replay: the State is ready for writers and readers. */
   def finish(): Unit = { check(); done = true; state.replayFinish() }
 
   private def check(): Unit =

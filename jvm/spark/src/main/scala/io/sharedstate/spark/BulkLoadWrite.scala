@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.spark.durable.{ChangelogTarget, DurableStates}
 import java.util.UUID
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
@@ -17,13 +18,12 @@ final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Loggin
   state.registerWriter(writer)
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =
-    new BulkLoadWriterFactory(options, writer)
+    new BulkLoadWriterFactory(options, writer, DurableStates.target(options.stateName))
 
   override def useCommitCoordinator(): Boolean = true
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
-    val outcome = new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages)
-    state.finishWriter(writer)
+    val outcome = new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages, finish = true)
     logInfo(s"State ${state.name}: bulk load $writer committed (accepted ${outcome.accepted}, " +
       s"rejected ${outcome.rejected}, U=${EventTime.show(state.updateProgress)})")
   }
@@ -38,7 +38,8 @@ object BulkLoadWrite {
   val Epoch = 0L
 }
 
-final class BulkLoadWriterFactory(options: UpdateOptions, writer: String) extends DataWriterFactory {
+final class BulkLoadWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget])
+  extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
-    new UpdateDataWriter(options, writer, partitionId, BulkLoadWrite.Epoch)
+    new UpdateDataWriter(options, writer, partitionId, BulkLoadWrite.Epoch, changelog)
 }

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{StateMetrics, StateSpec}
+import io.sharedstate.core.{State, StateMetrics, StateSpec}
+import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /**
@@ -13,20 +14,35 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
  * }}}
  */
 object SharedState {
-  /** Creates a State, or returns the existing one if it has exactly this definition. */
+  /**
+   * Creates a State, or returns the existing one if it has exactly this definition. With a root
+   * (`root`, else `spark.sharedstate.root`) the State is durable: its Delta tables live under
+   * `<root>/<name>/`, and a State whose tables already exist there is reopened and recovered.
+   */
   def create(spark: SparkSession, name: String, key: String, value: String, rule: String = "replace",
-      partitions: Int = 8): StateHandle = {
+      partitions: Int = 8, root: String = null): StateHandle = {
     val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
     StateSchemas.of(spec) // both schemas must parse before anything is registered
-    SharedStateRuntime.registry.create(spec)
+    DurableStates.root(spark, Option(root)) match {
+      case Some(r) => DurableStates.create(spark, spec, r)
+      case None => SharedStateRuntime.registry.create(spec)
+    }
     new StateHandle(spark, name)
   }
 
-  /** The existing State called `name`; an unknown name is an error listing the existing ones. */
+  /**
+   * The existing State called `name`: one of this application, or a durable one found under
+   * `spark.sharedstate.root` (recovered from its tables); an unknown name is an error listing the existing ones.
+   */
   def get(spark: SparkSession, name: String): StateHandle = {
-    SharedStateRuntime.registry.get(name)
+    find(spark, name)
     new StateHandle(spark, name)
   }
+
+  private[spark] def find(spark: SparkSession, name: String): State =
+    SharedStateRuntime.registry.find(name)
+      .orElse(DurableStates.root(spark, None).flatMap(r => DurableStates.open(spark, name, r)))
+      .getOrElse(SharedStateRuntime.registry.get(name))
 
   def names: Seq[String] = SharedStateRuntime.registry.names
 
@@ -61,7 +77,7 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
       mode: String = "committed", how: String = "left", staleness: String = null): DataFrame =
     FetchJoin(events, name, keys, time, rule, mode, how, staleness = staleness)
 
-  def drop(): Boolean = SharedStateRuntime.registry.drop(name)
+  def drop(): Boolean = { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
 
   override def toString: String = s"StateHandle($name)"
 }

@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
 
@@ -13,14 +14,18 @@ object SharedStateApi {
   private val json = new ObjectMapper()
 
   /** Creates a State (or returns the identical existing one) and returns its description. */
-  def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String): String = {
-    SharedState.create(SparkSession.active, name, keySchema, valueSchema, rule, partitions)
+  def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String): String =
+    create(name, keySchema, valueSchema, partitions, rule, null)
+
+  /** As above, durable under `root` (null: `spark.sharedstate.root`, or in memory when that is unset). */
+  def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String, root: String): String = {
+    SharedState.create(SparkSession.active, name, keySchema, valueSchema, rule, partitions, root)
     get(name)
   }
 
-  def get(name: String): String = describe(SharedStateRuntime.registry.get(name))
+  def get(name: String): String = describe(SharedState.find(SparkSession.active, name))
 
-  def drop(name: String): Boolean = SharedStateRuntime.registry.drop(name)
+  def drop(name: String): Boolean = { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
 
   def list(): Array[String] = SharedStateRuntime.registry.names.toArray
 
@@ -45,7 +50,8 @@ object SharedStateApi {
     "value" -> s.spec.valueSchema,
     "partitions" -> s.spec.partitions,
     "rule" -> s.spec.updateRule,
-    "time_column" -> StateSchemas.of(s.spec).timeColumn).asJava)
+    "time_column" -> StateSchemas.of(s.spec).timeColumn,
+    "root" -> DurableStates.rootOf(s.spec.name).orNull).asJava)
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

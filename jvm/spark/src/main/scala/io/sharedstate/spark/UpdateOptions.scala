@@ -27,7 +27,7 @@ object UpdateOptions {
   def requireState(options: CaseInsensitiveStringMap): State = {
     val name = Option(options.get(State)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'state' is required: the name of the State to write to or read."))
-    SharedStateRuntime.registry.get(name)
+    SharedState.find(org.apache.spark.sql.SparkSession.active, name)
   }
 
   def parse(options: CaseInsensitiveStringMap, input: StructType): UpdateOptions = {

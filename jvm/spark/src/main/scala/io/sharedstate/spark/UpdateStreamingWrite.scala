@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.connector.write.{PhysicalWriteInfo, WriterCommitMessage}
 import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
@@ -17,7 +18,7 @@ final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends
   private val committer = new EpochCommitter(state, writer, options.latenessMicros)
 
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
-    new UpdateWriterFactory(options, writer)
+    new UpdateWriterFactory(options, writer, DurableStates.target(options.stateName))
 
   override def useCommitCoordinator(): Boolean = true
 

@@ -1,0 +1,52 @@
+package io.sharedstate.spark.durable
+
+import io.sharedstate.core.{JournalCommit, SharedStateException, StateJournal}
+import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
+
+/**
+ * The journal of a durable State: every progress event becomes a row of the changelog's journal
+ * partition, committed to Delta before the State makes the change visible (the State calls it under
+ * its commit lock). An epoch's commit event goes into the same Delta transaction as the epoch's
+ * data files, with SetTransaction (writer, epoch): the data and the U that decided its lateness are
+ * durable together or not at all.
+ *
+ * @param nextSeq the order number of the next event (events are ordered across writers by it)
+ */
+final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, nextSeq: Long) extends StateJournal {
+  private var seq = nextSeq // only touched under the State's commit lock
+
+  override def writerRegistered(writer: String, frontier: Long): Unit =
+    log.commitFiles(eventFile(Seq(event(Events.Register, writer, -1L, writerProgress = frontier))))
+
+  override def epochCommitting(c: JournalCommit): Unit = {
+    val files = c.payload match {
+      case null => Nil
+      case fs: Seq[_] => fs.map { case f: ChangelogFile => f; case other => unexpected(other) }
+      case other => unexpected(other)
+    }
+    val events = Seq(event(Events.Commit, c.writer, c.epoch, updateProgress = c.updateProgress, writerProgress = c.writerProgress)) ++
+      (if (c.finish) Seq(event(Events.Finish, c.writer, c.epoch)) else Nil)
+    if (log.commitEpoch(c.writer, c.epoch, files ++ eventFile(events)).isEmpty) {
+      throw new SharedStateException(s"State '$state': epoch ${c.epoch} of writer '${c.writer}' is already in the changelog " +
+        s"at ${log.path}, but this State had not applied it. Another application may be writing the same State root; " +
+        "reopen the State (State.get) to recover what the changelog holds.")
+    }
+  }
+
+  override def writerFinished(writer: String): Unit = log.commitFiles(eventFile(Seq(event(Events.Finish, writer, -1L))))
+
+  override def writerDeregistered(writer: String): Unit = log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
+
+  private def event(kind: String, writer: String, epoch: Long, updateProgress: java.lang.Long = null,
+      writerProgress: java.lang.Long = null): ChangelogRow = {
+    val row = ChangelogRow(JournalPartition, writer, epoch, task = -1, seq = 0, key = null, timestamp = null, value = null,
+      event = kind, updateProgress = updateProgress, writerProgress = writerProgress, commitSeq = java.lang.Long.valueOf(seq))
+    seq += 1
+    row
+  }
+
+  private def eventFile(rows: Seq[ChangelogRow]): Seq[ChangelogFile] = target.write(JournalPartition, rows.toIndexedSeq)
+
+  private def unexpected(payload: Any): Nothing = throw new IllegalArgumentException(
+    s"State '$state': the journal expects the epoch's changelog files as its payload, got ${payload.getClass.getName}")
+}

@@ -118,6 +118,17 @@ class State:
         with translated():
             return self._spark.read.format("sharedstate").option("state", self.name).option("table", "rejected").load()
 
+    def snapshot(self) -> dict[str, Any]:
+        """Snapshots every partition of a durable State now and applies the retention policy (the
+        changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md."""
+        with translated():
+            return json.loads(api(self._spark).snapshot(self.name))
+
+    @property
+    def root(self) -> str | None:
+        """The root directory of a durable State's Delta tables; None for an in-memory State."""
+        return self._description.get("root")
+
     def drop(self) -> bool:
         """Removes the State from this application. Running queries that use it will fail."""
         return bool(api(self._spark).drop(self.name))

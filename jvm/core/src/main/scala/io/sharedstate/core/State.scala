@@ -278,7 +278,21 @@ final class State(val spec: StateSpec) {
   }
 
   /** Encodes partition `i` (entries and staged updates) in the snapshot format. */
-  def snapshotPartition(i: Int): Array[Byte] = underCommitLock(codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u))
+  def snapshotPartition(i: Int): Array[Byte] = snapshotPartitionWith(i)(())._1
+
+  /**
+   * Encodes partition `i` and evaluates `mark` at the same commit boundary (under the commit lock,
+   * so no commit lands between the two): a durable snapshot records there which journal events it
+   * already holds. Only this partition is held; commits continue between partitions.
+   */
+  def snapshotPartitionWith[T](i: Int)(mark: => T): (Array[Byte], T) =
+    underCommitLock((codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u), mark))
+
+  /**
+   * Runs `body` between commits: no commit (nor progress event) runs meanwhile, they wait for it.
+   * For housekeeping of a durable log that must not interleave with the State's own log writes.
+   */
+  def betweenCommits[T](body: => T): T = underCommitLock(body)
 
   // ---- replay (see StateReplay) ----
 

@@ -27,6 +27,13 @@ object SharedStateApi {
 
   def drop(name: String): Boolean = { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
 
+  /** Takes a snapshot round of a durable State now; what it did, as JSON. */
+  def snapshot(name: String): String = {
+    val r = DurableStates.snapshot(name)
+    json.writeValueAsString(Map[String, Any]("written" -> r.written, "unchanged" -> r.unchanged,
+      "snapshots_removed" -> r.snapshotsRemoved, "changelog_trimmed" -> r.changelogTrimmed).asJava)
+  }
+
   def list(): Array[String] = SharedStateRuntime.registry.names.toArray
 
   /** U, per-writer progress and sizes. Times are microseconds; null stands for -/+ infinity. */

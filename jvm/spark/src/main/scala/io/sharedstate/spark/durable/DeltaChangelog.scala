@@ -1,18 +1,16 @@
 package io.sharedstate.spark.durable
 
-import io.delta.kernel.{Operation, Scan, Table, Transaction}
+import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.data.Row
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
-import io.delta.kernel.exceptions.{ConcurrentTransactionException, TableNotFoundException}
+import io.delta.kernel.exceptions.ConcurrentTransactionException
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
-import io.delta.kernel.internal.InternalScanFileUtils
 import io.delta.kernel.internal.util.Utils
-import io.delta.kernel.utils.{CloseableIterable, DataFileStatus}
+import io.delta.kernel.utils.DataFileStatus
 import java.util.Optional
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.util.SerializableConfiguration
-import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.jdk.OptionConverters._
 
@@ -57,37 +55,13 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
   /** The rows of `partition` at `version` (default: latest), in no particular order. */
   def readPartition(partition: Int, version: Option[Long] = None): IndexedSeq[ChangelogRow] = {
     val snapshot = version.fold(table.getLatestSnapshot(engine))(v => table.getSnapshotAsOfVersion(engine, v))
-    val scan = snapshot.getScanBuilder
-      .withFilter(new Predicate("=", new Column(ChangelogSchema.Partition), Literal.ofInt(partition)))
-      .build()
-    val out = ArrayBuffer.empty[ChangelogRow]
-    read(scan).foreach(r => if (r.partition == partition) out += r)
-    out.toIndexedSeq
-  }
-
-  private def read(scan: Scan): Iterator[ChangelogRow] = {
-    val scanState = scan.getScanState(engine)
-    val scanFiles = scan.getScanFiles(engine)
-    val rows = ArrayBuffer.empty[ChangelogRow]
-    try scanFiles.asScala.foreach { fileBatch =>
-      val fileRows = fileBatch.getRows
-      try fileRows.asScala.foreach { scanFile =>
-        val status = InternalScanFileUtils.getAddFileStatus(scanFile)
-        val physical = engine.getParquetHandler
-          .readParquetFiles(Utils.singletonCloseableIterator(status), ChangelogSchema.physical, Optional.empty())
-          .map[io.delta.kernel.data.ColumnarBatch](_.getData)
-        val logical = Scan.transformPhysicalData(engine, scanState, scanFile, physical)
-        try logical.asScala.foreach { b =>
-          val batchRows = b.getRows
-          try batchRows.asScala.foreach(r => rows += toChangelogRow(r)) finally batchRows.close()
-        } finally logical.close()
-      } finally fileRows.close()
-    } finally scanFiles.close()
-    rows.iterator
+    val filter = new Predicate("=", new Column(ChangelogSchema.Partition), Literal.ofInt(partition))
+    KernelTables.scan(engine, snapshot, Some(filter), ChangelogSchema.physical)(toChangelogRow)
+      .filter(_.partition == partition).toIndexedSeq
   }
 
   private def newTransaction(txnId: Option[(String, Long)]): Transaction = {
-    val builder = table.createTransactionBuilder(engine, EngineInfo, Operation.STREAMING_UPDATE)
+    val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.STREAMING_UPDATE)
     txnId.foreach { case (app, version) => builder.withTransactionId(engine, app, version) }
     builder.build(engine)
   }
@@ -100,54 +74,31 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
       val it = Transaction.generateAppendActions(engine, txnState, Utils.singletonCloseableIterator(status), context)
       try it.asScala.toList finally it.close()
     }
-    txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava))).getVersion
+    KernelTables.commit(engine, txn, actions)
   }
 }
 
 object DeltaChangelog {
-  val EngineInfo = "sharedstate"
   private val JournalPartitionIndex = ChangelogSchema.JournalPartition
 
   /** Opens the changelog at `path`, creating an empty one if there is no table yet. */
   def openOrCreate(path: String, hadoopConf: Configuration): DeltaChangelog = {
-    if (!exists(path, hadoopConf)) {
-      val engine = DefaultEngine.create(hadoopConf)
-      Table.forPath(engine, path).createTransactionBuilder(engine, EngineInfo, Operation.CREATE_TABLE)
-        .withSchema(engine, ChangelogSchema.table)
-        .withPartitionColumns(engine, ChangelogSchema.partitionColumns)
-        .build(engine)
-        .commit(engine, CloseableIterable.emptyIterable[Row]())
-    }
+    KernelTables.create(DefaultEngine.create(hadoopConf), path, ChangelogSchema.table, Seq(ChangelogSchema.Partition))
     new DeltaChangelog(path, hadoopConf)
   }
 
-  def exists(path: String, hadoopConf: Configuration): Boolean = {
-    val engine = DefaultEngine.create(hadoopConf)
-    try { Table.forPath(engine, path).getLatestSnapshot(engine); true }
-    catch { case _: TableNotFoundException => false }
-  }
+  def exists(path: String, hadoopConf: Configuration): Boolean = KernelTables.exists(DefaultEngine.create(hadoopConf), path)
 
   private def partitionValue(p: Int): java.util.Map[String, Literal] =
     java.util.Map.of(ChangelogSchema.Partition, Literal.ofInt(p))
 
-  private def toChangelogRow(r: Row): ChangelogRow = {
-    val s = r.getSchema
-    def idx(name: String) = s.indexOf(name)
-    def long(name: String): java.lang.Long = { val i = idx(name); if (r.isNullAt(i)) null else java.lang.Long.valueOf(r.getLong(i)) }
-    def bin(name: String): Array[Byte] = { val i = idx(name); if (r.isNullAt(i)) null else r.getBinary(i) }
-    def str(name: String): String = { val i = idx(name); if (r.isNullAt(i)) null else r.getString(i) }
+  private def toChangelogRow(row: Row): ChangelogRow = {
+    val r = new KernelTables.Named(row)
+    import ChangelogSchema._
     ChangelogRow(
-      partition = r.getInt(idx(ChangelogSchema.Partition)),
-      writer = str(ChangelogSchema.Writer),
-      epoch = r.getLong(idx(ChangelogSchema.Epoch)),
-      task = r.getInt(idx(ChangelogSchema.Task)),
-      seq = r.getInt(idx(ChangelogSchema.Seq_)),
-      key = bin(ChangelogSchema.Key),
-      timestamp = long(ChangelogSchema.Timestamp),
-      value = bin(ChangelogSchema.Value),
-      event = str(ChangelogSchema.Event),
-      updateProgress = long(ChangelogSchema.UpdateProgress),
-      writerProgress = long(ChangelogSchema.WriterProgress),
-      commitSeq = long(ChangelogSchema.CommitSeq))
+      partition = r.int(Partition), writer = r.string(Writer), epoch = r.long(Epoch), task = r.int(Task), seq = r.int(Seq_),
+      key = r.binary(Key), timestamp = r.longOrNull(Timestamp), value = r.binary(Value), event = r.string(Event),
+      updateProgress = r.longOrNull(UpdateProgress), writerProgress = r.longOrNull(WriterProgress),
+      commitSeq = r.longOrNull(CommitSeq))
   }
 }

@@ -15,6 +15,9 @@ import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, nextSeq: Long) extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
 
+  /** The order number of the last event journaled (-1: none); read it under the State's commit lock. */
+  def lastSeq: Long = seq - 1
+
   override def writerRegistered(writer: String, frontier: Long): Unit =
     log.commitFiles(eventFile(Seq(event(Events.Register, writer, -1L, writerProgress = frontier))))
 

@@ -2,7 +2,8 @@ package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{SharedStateException, State, StateSpec}
 import io.sharedstate.spark.SharedStateRuntime
-import java.util.concurrent.ConcurrentHashMap
+import io.sharedstate.spark.Intervals
+import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -16,8 +17,15 @@ import org.apache.spark.sql.SparkSession
  */
 object DurableStates extends Logging {
   val RootConf = "spark.sharedstate.root"
+  /** Period of the background snapshot rounds ("10 minutes"; "0" = only on request). */
+  val SnapshotIntervalConf = "spark.sharedstate.snapshot.interval"
+  val DefaultSnapshotInterval = "10 minutes"
+  /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
+  val SnapshotsRetainedConf = "spark.sharedstate.snapshot.retained"
+  val DefaultSnapshotsRetained = 2
 
-  private final case class Durable(root: String, log: DeltaChangelog, target: ChangelogTarget)
+  private final case class Durable(root: String, log: DeltaChangelog, target: ChangelogTarget, snapshotter: Snapshotter,
+      schedule: Option[ScheduledExecutorService])
   private val open = new ConcurrentHashMap[String, Durable]()
 
   /** The root for a State: `explicit` when given, else the session's `spark.sharedstate.root`, else none (in memory). */
@@ -42,7 +50,7 @@ object DurableStates extends Logging {
         "open it, or another root or name.")
     }
     else MetadataTable.create(metadata, spec, conf)
-    attach(spec, dir, root, conf)
+    attach(spark, spec, dir, root, conf)
   }
 
   /** Opens the State `name` from its tables under `root`, if they exist there. */
@@ -53,29 +61,53 @@ object DurableStates extends Logging {
       val dir = stateDir(root, name, conf)
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None
-      else Some(attach(MetadataTable.read(metadata, conf), dir, root, conf))
+      else Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf))
     }
   }
 
-  /** Forgets the State's tables in this application (they stay on storage). */
-  def forget(name: String): Unit = open.remove(name)
+  /** Forgets the State's tables in this application (they stay on storage) and stops its snapshots. */
+  def forget(name: String): Unit = Option(open.remove(name)).foreach(_.schedule.foreach(_.shutdownNow()))
 
-  private def attach(spec: StateSpec, dir: Path, root: String, conf: Configuration): State = {
+  /** Takes a snapshot round of the durable State `name` now (see [[Snapshotter]]). */
+  def snapshot(name: String): SnapshotRound = Option(open.get(name)).map(_.snapshotter.round()).getOrElse(
+    throw new SharedStateException(s"State '$name' is not durable in this application: it has no root " +
+      s"(create it with a root, or set $RootConf)."))
+
+  private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration): State = {
     SharedStateRuntime.registry.find(spec.name).foreach { existing =>
       if (open.containsKey(spec.name)) return SharedStateRuntime.registry.create(spec) // checks the definition
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
     val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
     val target = log.target(spec.partitions)
+    var journal: DeltaJournal = null
     val state = SharedStateRuntime.registry.create(spec, { s =>
       val started = System.nanoTime()
-      val nextSeq = StateRecovery.replay(s, log)
-      s.attachJournal(new DeltaJournal(spec.name, log, target, nextSeq))
-      logInfo(s"State ${spec.name}: recovered from ${log.path} in ${(System.nanoTime() - started) / 1000000} ms " +
-        s"(${s.metrics.updatesApplied} updates applied, ${s.metrics.updatesStaged} waiting)")
+      val nextSeq = StateRecovery.replay(s, log, Some(snapshots))
+      journal = new DeltaJournal(spec.name, log, target, nextSeq)
+      s.attachJournal(journal)
+      logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
+        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)")
     })
-    open.put(spec.name, Durable(root, log, target))
+    val retained = spark.conf.getOption(SnapshotsRetainedConf).map { text =>
+      text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
+        s"$SnapshotsRetainedConf must be a whole number >= 1 (snapshots kept per partition), got '$text'."))
+    }.getOrElse(DefaultSnapshotsRetained)
+    val snapshotter = new Snapshotter(spark, state, journal, log, snapshots, retained)
+    val intervalText = spark.conf.getOption(SnapshotIntervalConf).getOrElse(DefaultSnapshotInterval).trim
+    val intervalMs = if (intervalText == "0") 0L else Intervals.parseMicros(SnapshotIntervalConf, intervalText) / 1000L
+    val schedule = if (intervalMs <= 0) None else Some {
+      val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
+        val t = new Thread(r, s"sharedstate-snapshots-${spec.name}"); t.setDaemon(true); t
+      }
+      executor.scheduleWithFixedDelay(() =>
+        try snapshotter.round() catch { case e: Exception => logWarning(s"State ${spec.name}: snapshot round failed", e) },
+        intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+      executor
+    }
+    open.put(spec.name, Durable(root, log, target, snapshotter, schedule))
     state
   }
 

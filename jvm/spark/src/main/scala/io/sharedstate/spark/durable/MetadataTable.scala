@@ -1,16 +1,12 @@
 package io.sharedstate.spark.durable
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.delta.kernel.{Operation, Table, Transaction}
-import io.delta.kernel.data.{ColumnarBatch, FilteredColumnarBatch, Row}
+import io.delta.kernel.{Operation, Table}
+import io.delta.kernel.data.Row
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.exceptions.TableNotFoundException
-import io.delta.kernel.internal.InternalScanFileUtils
-import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.{IntegerType, LongType, StringType, StructField, StructType}
-import io.delta.kernel.utils.CloseableIterable
 import io.sharedstate.core.{SharedStateException, StateSpec}
-import java.util.Optional
 import org.apache.hadoop.conf.Configuration
 import scala.jdk.CollectionConverters._
 
@@ -34,17 +30,11 @@ object MetadataTable {
   /** Creates the table with `spec` in one commit (the table and its row appear together). */
   def create(path: String, spec: StateSpec, conf: Configuration): Unit = {
     val engine = DefaultEngine.create(conf)
-    val txn = Table.forPath(engine, path).createTransactionBuilder(engine, DeltaChangelog.EngineInfo, Operation.CREATE_TABLE)
+    val txn = Table.forPath(engine, path).createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.CREATE_TABLE)
       .withSchema(engine, schema).build(engine)
-    val txnState = txn.getTransactionState(engine)
     val columns = IndexedSeq[Array[_ <: AnyRef]](Array(spec.name), Array(toJson(spec)), Array(Integer.valueOf(FormatVersion)),
       Array(java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)))
-    val batch = new FilteredColumnarBatch(new ColumnsBatch(schema, columns, 1), Optional.empty())
-    val context = Transaction.getWriteContext(engine, txnState, java.util.Map.of())
-    val written = engine.getParquetHandler.writeParquetFiles(context.getTargetDirectory,
-      Utils.singletonCloseableIterator(batch), java.util.List.of())
-    val actions = Transaction.generateAppendActions(engine, txnState, written, context)
-    txn.commit(engine, CloseableIterable.inMemoryIterable(actions))
+    KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, txn, Map.empty, schema, columns, 1))
   }
 
   /** The definition stored at `path`. */
@@ -53,16 +43,7 @@ object MetadataTable {
     val snapshot = try Table.forPath(engine, path).getLatestSnapshot(engine) catch {
       case _: TableNotFoundException => throw new SharedStateException(s"No State metadata table at $path.")
     }
-    val scan = snapshot.getScanBuilder.build()
-    val scanState = scan.getScanState(engine)
-    val specs = scan.getScanFiles(engine).asScala.flatMap(_.getRows.asScala).flatMap { scanFile =>
-      val physical = engine.getParquetHandler.readParquetFiles(
-        Utils.singletonCloseableIterator(InternalScanFileUtils.getAddFileStatus(scanFile)), schema, Optional.empty())
-        .map[ColumnarBatch](_.getData)
-      io.delta.kernel.Scan.transformPhysicalData(engine, scanState, scanFile, physical).asScala
-        .flatMap(_.getRows.asScala).map(readRow).toList
-    }.toList
-    specs match {
+    KernelTables.scan(engine, snapshot, None, schema)(readRow) match {
       case Seq(spec) => spec
       case other => throw new SharedStateException(s"The State metadata table at $path holds ${other.size} definitions; expected one.")
     }

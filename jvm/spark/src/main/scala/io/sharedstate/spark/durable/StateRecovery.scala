@@ -1,24 +1,36 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, State, StateReplay, UpdateBatch}
+import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
-import scala.jdk.CollectionConverters._
 
 /**
- * Rebuilds a State from its changelog: the partitions are read in parallel, then the journal's
- * events are replayed in order (see [[StateReplay]]), each commit with its epoch's updates in the
- * order its tasks sent them. Returns the order number for the next journal event.
+ * Rebuilds a State from its tables: each partition from its latest snapshot, then the journal's
+ * events are replayed in order (see [[StateReplay]]), each commit with those of its epoch's updates
+ * that the partition's snapshot does not hold yet, in the order its tasks sent them. Partitions
+ * (snapshots and changelog) are read and decoded in parallel. Returns the order number for the next
+ * journal event.
  */
 object StateRecovery {
-  def replay(state: State, log: DeltaChangelog, version: Option[Long] = None, threads: Int = 4): Long = {
+  def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], threads: Int = 4): Long = {
     val partitions = JournalPartition until state.partitionCount
     val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
-    val rows = try {
-      pool.invokeAll(partitions.map(p => (() => log.readPartition(p, version)): Callable[IndexedSeq[ChangelogRow]]).asJava)
-        .asScala.flatMap(_.get()).toIndexedSeq
+    val (rows, restored) = try {
+      val snapshotReads = (0 until state.partitionCount).map { p =>
+        pool.submit((() => snapshots.flatMap(_.latest(p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
+      }
+      val rowReads = partitions.map(p => pool.submit((() => log.readPartition(p)): Callable[IndexedSeq[ChangelogRow]]))
+      (rowReads.flatMap(_.get()), snapshotReads.map(_.get()))
     } finally pool.shutdown()
-    val (events, updates) = rows.partition(_.isEvent)
+    // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
+    val holdsUpTo = restored.map(_.fold(-1L)(_._1))
+    restored.flatten.foreach { case (_, snapshot) => state.restorePartition(snapshot) }
+    val (events, allUpdates) = rows.partition(_.isEvent)
+    val commitSeq = events.filter(_.event == Events.Commit).map(e => (e.writer, e.epoch) -> e.commitSeq.longValue).toMap
+    val updates = allUpdates.filter { r =>
+      r.partition == JournalPartition || commitSeq.get((r.writer, r.epoch)).forall(_ > holdsUpTo(r.partition))
+    }
     // (writer, epoch) -> task -> updates in the order the task sent them
     val epochs = updates.groupBy(r => (r.writer, r.epoch)).map { case (id, rs) =>
       id -> rs.groupBy(_.task).toSeq.sortBy(_._1).map { case (_, taskRows) => toBatch(taskRows.sortBy(_.seq)) }

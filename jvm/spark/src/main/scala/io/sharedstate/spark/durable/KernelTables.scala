@@ -1,0 +1,87 @@
+package io.sharedstate.spark.durable
+
+import io.delta.kernel.{Operation, Scan, Snapshot, Table, Transaction}
+import io.delta.kernel.data.{ColumnarBatch, FilteredColumnarBatch, Row}
+import io.delta.kernel.engine.Engine
+import io.delta.kernel.exceptions.TableNotFoundException
+import io.delta.kernel.expressions.{Literal, Predicate}
+import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.util.Utils
+import io.delta.kernel.types.StructType
+import io.delta.kernel.utils.CloseableIterable
+import java.util.Optional
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+/** The few Delta Kernel steps the durable tables share: create, write rows as files, scan rows. */
+object KernelTables {
+  val EngineInfo = "sharedstate"
+
+  def exists(engine: Engine, path: String): Boolean =
+    try { Table.forPath(engine, path).getLatestSnapshot(engine); true }
+    catch { case _: TableNotFoundException => false }
+
+  /** Creates an empty table (no-op if one exists). */
+  def create(engine: Engine, path: String, schema: StructType, partitionColumns: Seq[String]): Unit =
+    if (!exists(engine, path)) {
+      Table.forPath(engine, path).createTransactionBuilder(engine, EngineInfo, Operation.CREATE_TABLE)
+        .withSchema(engine, schema)
+        .withPartitionColumns(engine, partitionColumns.asJava)
+        .build(engine)
+        .commit(engine, CloseableIterable.emptyIterable[Row]())
+    }
+
+  /**
+   * Writes `rows` rows given as `columns` (in `physical` order: the table's columns without its
+   * partition columns) as Parquet files of the partition `partitionValues`; returns the add actions
+   * to commit with `txn`.
+   */
+  def writeFiles(engine: Engine, txn: Transaction, partitionValues: Map[String, Literal], physical: StructType,
+      columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int): Seq[Row] = {
+    val txnState = txn.getTransactionState(engine)
+    val context = Transaction.getWriteContext(engine, txnState, partitionValues.asJava)
+    val batch = new FilteredColumnarBatch(new ColumnsBatch(physical, columns, rows), Optional.empty())
+    val written = engine.getParquetHandler.writeParquetFiles(context.getTargetDirectory,
+      Utils.singletonCloseableIterator(batch), java.util.List.of())
+    val actions = Transaction.generateAppendActions(engine, txnState, written, context)
+    try actions.asScala.toList finally actions.close()
+  }
+
+  def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long =
+    txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava))).getVersion
+
+  /** Every row of `snapshot` matching `filter` (partition pruning), with its partition columns. */
+  def scan[T](engine: Engine, snapshot: Snapshot, filter: Option[Predicate], physical: StructType)(f: Row => T): Seq[T] = {
+    val builder = snapshot.getScanBuilder
+    val scan = filter.fold(builder)(builder.withFilter).build()
+    val scanState = scan.getScanState(engine)
+    val out = ArrayBuffer.empty[T]
+    val scanFiles = scan.getScanFiles(engine)
+    try scanFiles.asScala.foreach { fileBatch =>
+      val fileRows = fileBatch.getRows
+      try fileRows.asScala.foreach { scanFile =>
+        val data = engine.getParquetHandler
+          .readParquetFiles(Utils.singletonCloseableIterator(InternalScanFileUtils.getAddFileStatus(scanFile)), physical,
+            Optional.empty())
+          .map[ColumnarBatch](_.getData)
+        val logical = Scan.transformPhysicalData(engine, scanState, scanFile, data)
+        try logical.asScala.foreach { b =>
+          val rows = b.getRows
+          try rows.asScala.foreach(r => out += f(r)) finally rows.close()
+        } finally logical.close()
+      } finally fileRows.close()
+    } finally scanFiles.close()
+    out.toSeq
+  }
+
+  /** Accessors by column name for a scanned row; null for null. */
+  final class Named(r: Row) {
+    private val s = r.getSchema
+    private def at(name: String): Int = s.indexOf(name)
+    def int(name: String): Int = r.getInt(at(name))
+    def long(name: String): Long = r.getLong(at(name))
+    def longOrNull(name: String): java.lang.Long = { val i = at(name); if (r.isNullAt(i)) null else java.lang.Long.valueOf(r.getLong(i)) }
+    def binary(name: String): Array[Byte] = { val i = at(name); if (r.isNullAt(i)) null else r.getBinary(i) }
+    def string(name: String): String = { val i = at(name); if (r.isNullAt(i)) null else r.getString(i) }
+  }
+}

@@ -1,0 +1,87 @@
+package io.sharedstate.spark.durable
+
+import io.delta.kernel.{Operation, Table}
+import io.delta.kernel.defaults.engine.DefaultEngine
+import io.delta.kernel.expressions.{Column, Literal, Predicate}
+import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StructField, StructType}
+import org.apache.hadoop.conf.Configuration
+import scala.jdk.CollectionConverters._
+
+/** One stored snapshot of a partition: the engine's snapshot bytes and the journal events it holds. */
+final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long, bytes: Array[Byte])
+
+/**
+ * The snapshots table of a State, `<root>/<state>/snapshots`, partitioned by `partition`: each
+ * snapshot of a partition is the engine's versioned snapshot blob (SnapshotCodec) cut into chunks,
+ * one row per chunk, committed in one Delta transaction. Its id is the order number of the last
+ * journal event it includes: recovery replays the changelog's commits after it.
+ */
+final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
+  import SnapshotTable._
+  private val engine = DefaultEngine.create(conf)
+  private val table = Table.forPath(engine, path)
+
+  def write(partition: Int, id: Long, updateProgress: Long, bytes: Array[Byte]): Long = {
+    val chunks = math.max(1, (bytes.length + chunkBytes - 1) / chunkBytes)
+    val data = (0 until chunks).map(c => java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
+    val now = java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)
+    val columns = IndexedSeq[Array[_ <: AnyRef]](
+      Array.fill(chunks)(java.lang.Long.valueOf(id)), (0 until chunks).map(Integer.valueOf).toArray,
+      Array.fill(chunks)(Integer.valueOf(chunks)), Array.fill(chunks)(java.lang.Long.valueOf(updateProgress)),
+      data.toArray, Array.fill(chunks)(now))
+    val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.WRITE).build(engine)
+    KernelTables.commit(engine, txn,
+      KernelTables.writeFiles(engine, txn, Map(Partition -> Literal.ofInt(partition)), physical, columns, chunks))
+  }
+
+  /** The ids of the complete snapshots of `partition`, newest first. */
+  def ids(partition: Int): Seq[Long] = chunksOf(partition).groupBy(_._1).collect {
+    case (id, cs) if cs.map(_._2).toSet.size == cs.head._3 => id
+  }.toSeq.sorted.reverse
+
+  /** The newest complete snapshot of `partition`. */
+  def latest(partition: Int): Option[StoredSnapshot] = {
+    val rows = chunksOf(partition)
+    ids(partition).headOption.map { id =>
+      val mine = rows.filter(_._1 == id).sortBy(_._2).distinctBy(_._2)
+      val out = new java.io.ByteArrayOutputStream()
+      mine.foreach(r => out.write(r._5))
+      StoredSnapshot(partition, id, mine.head._4, out.toByteArray)
+    }
+  }
+
+  // (id, chunk, chunks, update progress, bytes) of every chunk of the partition
+  private def chunksOf(partition: Int): Seq[(Long, Int, Int, Long, Array[Byte])] = {
+    val filter = new Predicate("=", new Column(Partition), Literal.ofInt(partition))
+    KernelTables.scan(engine, table.getLatestSnapshot(engine), Some(filter), physical) { row =>
+      val r = new KernelTables.Named(row)
+      (r.int(Partition), (r.long(SnapshotId), r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), r.binary(Data)))
+    }.collect { case (p, chunk) if p == partition => chunk }
+  }
+}
+
+object SnapshotTable {
+  val Partition = "partition"
+  val SnapshotId = "snapshot_id"
+  val Chunk = "chunk"
+  val Chunks = "chunks"
+  val UpdateProgress = "update_progress"
+  val Data = "data"
+  val CreatedMicros = "created_micros"
+  val DefaultChunkBytes: Int = 4 << 20
+
+  val physical: StructType = new StructType(Seq(
+    new StructField(SnapshotId, LongType.LONG, false),
+    new StructField(Chunk, IntegerType.INTEGER, false),
+    new StructField(Chunks, IntegerType.INTEGER, false),
+    new StructField(UpdateProgress, LongType.LONG, false),
+    new StructField(Data, BinaryType.BINARY, false),
+    new StructField(CreatedMicros, LongType.LONG, false)).asJava)
+
+  val table: StructType = physical.add(new StructField(Partition, IntegerType.INTEGER, false))
+
+  def openOrCreate(path: String, conf: Configuration, chunkBytes: Int = DefaultChunkBytes): SnapshotTable = {
+    KernelTables.create(DefaultEngine.create(conf), path, table, Seq(Partition))
+    new SnapshotTable(path, conf, chunkBytes)
+  }
+}

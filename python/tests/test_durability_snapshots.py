@@ -1,0 +1,83 @@
+"""Snapshots of a durable State are taken while its writer keeps committing; the retention policy
+then trims the changelog to what the oldest kept snapshot does not hold (a Delta delete: older table
+versions still read it), and a new application recovers from snapshot + changelog to the oracle."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+from deltalake import DeltaTable
+
+import sharedstate as ss
+from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
+
+from streams import wait_until
+from test_durability import oracle_as_of, read_in_new_application
+
+
+def add_files(directory, frames, first: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    base = time.time() - 10_000
+    for i, frame in enumerate(frames, start=first):
+        path = directory / f"part-{i:05d}.parquet"
+        to_spark_parquet(frame, path)
+        os.utime(path, (base + i, base + i))
+
+
+def test_snapshots_trim_the_changelog_and_recovery_uses_them(spark, workdir, state_name):
+    work = make_workload(seed=41, keys=20, changes_per_key=10, late_fraction=0.1)
+    batches = work.update_batches
+    thirds = [batches[: len(batches) // 3], batches[len(batches) // 3: 2 * len(batches) // 3],
+              batches[2 * len(batches) // 3:]]
+    root = workdir / "root"
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4,
+                            root=str(root))
+    add_files(workdir / "updates", thirds[0], first=0)
+    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
+         .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
+         .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
+         .option("checkpointLocation", str(workdir / "ck")).trigger(processingTime="200 milliseconds").start())
+    changelog_path = str(root / state_name / "changelog")
+
+    def update_rows() -> int:
+        rows = DeltaTable(changelog_path).to_pandas()
+        return int(rows["event"].isna().sum())
+
+    q.processAllAvailable()
+    first = state.snapshot()
+    assert first["written"] == 4 and not first["changelog_trimmed"], "one snapshot per partition: nothing to trim yet"
+    rows_after_first = update_rows()
+    assert rows_after_first == sum(len(b) for b in thirds[0])
+
+    # More epochs, with a snapshot taken while they are being committed.
+    version_after_first = DeltaTable(changelog_path).version()
+    add_files(workdir / "updates", thirds[1], first=len(thirds[0]))
+    wait_until(lambda: DeltaTable(changelog_path).version() > version_after_first, timeout=60, what="a new epoch")
+    second = state.snapshot()
+    q.processAllAvailable()
+    assert second["written"] == 4
+    # Two snapshots kept per partition: the changelog drops the updates the first snapshot holds.
+    assert second["changelog_trimmed"]
+    version_before_third = DeltaTable(changelog_path).version()
+    add_files(workdir / "updates", thirds[2], first=len(thirds[0]) + len(thirds[1]))
+    q.processAllAvailable()
+    q.stop()
+    third = state.snapshot()
+    assert third["written"] == 4 and third["snapshots_removed"]
+    remaining = update_rows()
+    assert remaining < len(work.updates) - rows_after_first, "the changelog was trimmed"
+    # Time travel on the changelog still reads what was trimmed later (until Delta's VACUUM).
+    old = DeltaTable(changelog_path, version=version_before_third).to_pandas()
+    assert int(old["event"].isna().sum()) > 0
+    snaps = DeltaTable(str(root / state_name / "snapshots")).to_pandas()
+    assert snaps.groupby("partition")["snapshot_id"].nunique().max() == 2
+
+    u = pd.Timestamp(state.progress()["update"])
+    accepted = accepted_updates(work)
+    probes = [str(t) for t in (u - pd.Timedelta(seconds=s) for s in (1, 200, 500))]
+    there = read_in_new_application(root, state_name, probes, workdir / "recovered.json")
+    for t in probes:
+        assert there["as_of"][t] == oracle_as_of(accepted, pd.Timestamp(t)), t
+    assert pd.Timestamp(there["update"]) == u

@@ -109,6 +109,18 @@ class State:
             "updates_rejected": raw["updates_rejected"],
         }
 
+    def changes(self, starting_offsets: str = "earliest") -> DataFrame:
+        """The State's change stream: a streaming DataFrame of applied pairs (key columns, value
+        columns, ``<state>_time``), each exactly once, in timestamp order within each partition and
+        across micro-batches. A batch holds the pairs that became final when U advanced, so the
+        stream runs U behind the writers. ``starting_offsets``: ``"earliest"`` (every pair the State
+        still keeps) or ``"latest"`` (from the current U). Works in micro-batch and continuous mode.
+        The stream is a reader of the State: compaction keeps every pair it has not read yet.
+        """
+        with translated():
+            return (self._spark.readStream.format("sharedstate").option("state", self.name)
+                    .option("startingOffsets", starting_offsets).load())
+
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
         reader = self._spark.read.format("sharedstate").option("state", self.name)

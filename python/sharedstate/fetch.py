@@ -21,6 +21,7 @@ def fetch_join(
     how: str = "left",
     staleness: str | None = None,
     window: str | None = None,
+    continuous: bool = False,
 ) -> DataFrame:
     """Joins each event with the State's value at the event's time.
 
@@ -48,11 +49,16 @@ def fetch_join(
     the join's metrics under ``observedMetrics["sharedstate_fetch:<state>:<window>:<n>"]``:
     ``eventsAnswered``, ``lateEvents``, ``pendingFetches``, ``minWaitingMicros``,
     ``fetchWaitMsAvg`` and ``fetchWaitMsMax``.
+
+    ``continuous=True`` builds the join for a query run with a continuous trigger
+    (``trigger(continuous="1 second")``): each event is an asynchronous fetch in the State's pending
+    queue, answered as soon as U passes it; an epoch completes once all its events are answered.
+    Such a join holds F where it was when the query started (continuous queries have no watermark).
     """
     name = state.name if isinstance(state, State) else state
     keys = [key] if isinstance(key, str) else list(key)
     with translated():
         jdf = fetch_join_entry(events.sparkSession).join(
-            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window
+            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window, bool(continuous)
         )
     return DataFrame(jdf, events.sparkSession)

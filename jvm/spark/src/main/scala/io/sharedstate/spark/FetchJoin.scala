@@ -10,6 +10,7 @@ import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
  *   FetchJoin(events, "campaigns", Seq("ad_id"), "ts")                            // latest, read-committed, left
  *   FetchJoin(events, "clicks", Seq("user"), "ts", rule = "sum", window = "1 hour") // sum over [ts - 1 hour, ts]
  * }}}
+ * With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
  * The output is the events' columns then the columns of the rule (see [[FetchJoinRule]]). Each join
  * reports metrics in its query's progress (observed metrics named `sharedstate_fetch:<state>:...`):
  * events answered, late events, pending fetches, the earliest waiting time, and fetch wait (ms).
@@ -17,8 +18,15 @@ import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
 object FetchJoin {
 
   def apply(events: DataFrame, state: String, keys: Seq[String], time: String, rule: String = "latest",
-      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null): DataFrame = {
+      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
+      continuous: Boolean = false): DataFrame = {
     val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, staleness, window)
+    if (continuous) {
+      if (!events.isStreaming) throw new io.sharedstate.core.SharedStateException(
+        "Fetch join: continuous = true needs a streaming DataFrame run with a continuous trigger.")
+      if (events.sparkSession != null) FetchProgressListener.ensure(events.sparkSession)
+      return ContinuousFetchJoin(events, spec)
+    }
     val plan = events.queryExecution.analyzed
     val hasWatermark = events.isStreaming && plan.exists(_.isInstanceOf[EventTimeWatermark])
     val sameKind = FetchJoinRows.metricsName(state, spec.rule.windowMicros, 0).dropRight(1)
@@ -36,8 +44,9 @@ object FetchJoin {
 
   /** Entry point for Python: keys as a comma-separated list. */
   def join(events: DataFrame, state: String, keys: String, time: String, rule: String, mode: String,
-      how: String, staleness: String, window: String): DataFrame =
-    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness, window)
+      how: String, staleness: String, window: String, continuous: Boolean): DataFrame =
+    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness, window,
+      continuous)
 }
 
 /** Picks the key columns out of an event row (the grouping key of the fetch join). */

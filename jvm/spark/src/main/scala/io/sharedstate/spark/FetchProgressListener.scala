@@ -62,6 +62,10 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val own = readers.remove(event.id)
     if (own != null) own.foreach(r => Try(SharedStateRuntime.registry.get(r.state).deregisterReader(r.id)))
+    val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
+    SharedStateRuntime.registry.names.foreach { name =>
+      Try(SharedStateRuntime.registry.get(name)).foreach { s => if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader) }
+    }
   }
 
   // F never goes back: a report below the reader's current progress (a lower watermark after a

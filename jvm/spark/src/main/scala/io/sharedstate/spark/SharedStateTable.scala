@@ -60,6 +60,10 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
       "updateProgress" -> EventTime.show(m.updateProgress),
       "updatesApplied" -> m.updatesApplied.toString,
       "updatesWaiting" -> m.updatesStaged.toString,
+      "updatesLate" -> m.updatesRejected.toString,
+      "fetchProgress" -> EventTime.show(m.fetchProgress),
+      "pendingFetches" -> m.pendingFetches.toString,
+      "pairsCompacted" -> m.pairsCompacted.toString,
       "stateKeys" -> m.keys.toString,
       "stateBytes" -> m.bytesHeld.toString) ++
       own.map { case (accepted, rejected) =>

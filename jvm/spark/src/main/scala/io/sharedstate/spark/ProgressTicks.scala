@@ -3,7 +3,7 @@ package io.sharedstate.spark
 import io.sharedstate.core.{EventTime, State}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
+import org.apache.spark.sql.connector.read.streaming.Offset
 import org.apache.spark.sql.types.{StructField, StructType, TimestampType}
 
 /**
@@ -22,21 +22,11 @@ object ProgressTicks {
 /** One tick: U moved to `u`; `None` when it did not (Spark plans every source of a batch). */
 final case class ProgressTick(u: Option[Long]) extends InputPartition
 
-final class ProgressTickStream(state: State) extends MicroBatchStream {
-  @volatile private var highest: Long = EventTime.MinusInfinity
-
+final class ProgressTickStream(protected val state: State) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
-  // U can go back only when a writer reopens a State whose writers had all finished; ticks do not.
-  override def latestOffset(): Offset = {
-    highest = math.max(highest, state.updateProgress)
-    ChangeOffset(highest)
-  }
-
-  override def deserializeOffset(json: String): Offset = ChangeOffset(json.trim.toLong)
-
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
-    val (from, until) = (start.asInstanceOf[ChangeOffset].until, end.asInstanceOf[ChangeOffset].until)
+    val (from, until) = range(start, end)
     Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None))
   }
 

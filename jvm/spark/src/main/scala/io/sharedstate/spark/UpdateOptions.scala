@@ -27,7 +27,11 @@ object UpdateOptions {
   def requireState(options: CaseInsensitiveStringMap): State = {
     val name = Option(options.get(State)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'state' is required: the name of the State to write to or read."))
-    SharedState.find(org.apache.spark.sql.SparkSession.active, name)
+    // A durable State not opened yet is opened from the root of the session (query threads may have none).
+    SharedStateRuntime.registry.find(name).getOrElse {
+      val session = org.apache.spark.sql.SparkSession.getActiveSession.orElse(org.apache.spark.sql.SparkSession.getDefaultSession)
+      session.fold(SharedStateRuntime.registry.get(name))(SharedState.find(_, name))
+    }
   }
 
   def parse(options: CaseInsensitiveStringMap, input: StructType): UpdateOptions = {

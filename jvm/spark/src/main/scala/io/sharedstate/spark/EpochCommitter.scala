@@ -1,14 +1,15 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
 import io.sharedstate.core.State.CommitOutcome
+import io.sharedstate.spark.distributed.DriverState
 import org.apache.spark.sql.connector.write.WriterCommitMessage
 
 /**
  * Commits one epoch of a writer: the writer's new progress is its event-time watermark, the max
  * event time seen minus the allowed lateness, never lower than before.
  */
-final class EpochCommitter(state: State, writer: String, latenessMicros: Long) {
+final class EpochCommitter(state: DriverState, writer: String, latenessMicros: Long) {
   def commit(epoch: Long, messages: Array[WriterCommitMessage]): CommitOutcome = {
     val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }
       .foldLeft(EventTime.MinusInfinity)(math.max)

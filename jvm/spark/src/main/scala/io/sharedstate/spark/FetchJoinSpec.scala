@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.SharedStateException
 import io.sharedstate.core.fetch.ReadMode
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.{ArrayType, StructField, StructType, TimestampType}
 
@@ -32,8 +33,7 @@ object FetchJoinSpec {
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
       mode: String, how: String, pollIntervalMs: Long, staleness: String = null): FetchJoinSpec = {
-    val state = SharedStateRuntime.registry.get(stateName)
-    val schemas = StateSchemas.of(state.spec)
+    val schemas = StateSchemas.of(StateClient.of(stateName).spec)
     oneOf("rule", rule, Rules)
     oneOf("mode", mode, Modes)
     oneOf("how", how, Hows)

@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
 import io.sharedstate.core.fetch.{FetchRequest, FetchRule}
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -22,14 +23,18 @@ final class FetchLatestFunction(spec: FetchJoinSpec, streaming: Boolean)
   private val valueWidth = spec.schemas.value.length
 
   override def apply(key: Row, events: Iterator[Row], group: GroupState[Row]): Iterator[Row] = {
-    val state = SharedStateRuntime.registry.get(spec.stateName)
+    val state = StateClient.of(spec.stateName)
     val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
     val waiting = if (group.exists) group.get.getSeq[Row](0).iterator else Iterator.empty
     val out = ArrayBuffer.empty[Row]
     val still = ArrayBuffer.empty[Row]
-    (waiting ++ events).foreach { event =>
+    // One batch per key (one message to its owner when the partition is remote).
+    val all = (waiting ++ events).toIndexedSeq
+    val answers = state.fetch(all.map(e => FetchRequest(k, EventTimes.micros(e.get(spec.timeOrdinal)), FetchRule.Latest, spec.mode)))
+    all.indices.foreach { i =>
+      val event = all(i)
       val timeValue = event.get(spec.timeOrdinal)
-      state.fetch(FetchRequest(k, EventTimes.micros(timeValue), FetchRule.Latest, spec.mode)) match {
+      answers(i) match {
         case FetchAnswer.NotYet => still += event
         case FetchAnswer.Absent => if (!spec.inner) out += Row.fromSeq(event.toSeq ++ Seq.fill(valueWidth + 1)(null))
         case FetchAnswer.Found(t, bytes) =>

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{StateMetrics, StateSpec}
+import io.sharedstate.spark.distributed.Coordinator
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /**
@@ -18,17 +19,17 @@ object SharedState {
       partitions: Int = 8): StateHandle = {
     val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
     StateSchemas.of(spec) // both schemas must parse before anything is registered
-    SharedStateRuntime.registry.create(spec)
+    Coordinator.get.create(spec)
     new StateHandle(spark, name)
   }
 
   /** The existing State called `name`; an unknown name is an error listing the existing ones. */
   def get(spark: SparkSession, name: String): StateHandle = {
-    SharedStateRuntime.registry.get(name)
+    Coordinator.get.state(name)
     new StateHandle(spark, name)
   }
 
-  def names: Seq[String] = SharedStateRuntime.registry.names
+  def names: Seq[String] = Coordinator.get.names
 
   // Built-in names are case-insensitive; a user rule's class name ("class:com.acme.Rule") is not.
   private def normalisedRule(rule: String): String = {
@@ -39,11 +40,11 @@ object SharedState {
 
 /** A handle on one State of this application. */
 final class StateHandle private[spark] (spark: SparkSession, val name: String) {
-  def spec: StateSpec = SharedStateRuntime.registry.get(name).spec
+  def spec: StateSpec = Coordinator.get.state(name).spec
   def schemas: StateSchemas = StateSchemas.of(spec)
 
   /** U, per-writer progress, sizes and counts. */
-  def progress: StateMetrics = SharedStateRuntime.registry.get(name).metrics
+  def progress: StateMetrics = Coordinator.get.state(name).metrics
 
   /** Per key, the newest final value at or before `time` (a timestamp in the session time zone). */
   def asOf(time: String): DataFrame =
@@ -61,7 +62,7 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
       mode: String = "committed", how: String = "left", staleness: String = null): DataFrame =
     FetchJoin(events, name, keys, time, rule, mode, how, staleness = staleness)
 
-  def drop(): Boolean = SharedStateRuntime.registry.drop(name)
+  def drop(): Boolean = Coordinator.get.drop(name)
 
   override def toString: String = s"StateHandle($name)"
 }

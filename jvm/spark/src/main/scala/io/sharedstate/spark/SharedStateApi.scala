@@ -1,7 +1,8 @@
 package io.sharedstate.spark
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
 
@@ -18,15 +19,15 @@ object SharedStateApi {
     get(name)
   }
 
-  def get(name: String): String = describe(SharedStateRuntime.registry.get(name))
+  def get(name: String): String = describe(Coordinator.get.state(name))
 
-  def drop(name: String): Boolean = SharedStateRuntime.registry.drop(name)
+  def drop(name: String): Boolean = Coordinator.get.drop(name)
 
-  def list(): Array[String] = SharedStateRuntime.registry.names.toArray
+  def list(): Array[String] = Coordinator.get.names.toArray
 
   /** U, per-writer progress and sizes. Times are microseconds; null stands for -/+ infinity. */
   def progress(name: String): String = {
-    val m = SharedStateRuntime.registry.get(name).metrics
+    val m = Coordinator.get.state(name).metrics
     json.writeValueAsString(Map[String, Any](
       "state" -> m.name,
       "update" -> micros(m.updateProgress),
@@ -39,7 +40,7 @@ object SharedStateApi {
       "updates_rejected" -> m.updatesRejected).asJava)
   }
 
-  private def describe(s: State): String = json.writeValueAsString(Map[String, Any](
+  private def describe(s: DriverState): String = json.writeValueAsString(Map[String, Any](
     "name" -> s.spec.name,
     "key" -> s.spec.keySchema,
     "value" -> s.spec.valueSchema,

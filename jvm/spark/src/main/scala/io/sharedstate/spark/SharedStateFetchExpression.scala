@@ -1,6 +1,8 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
@@ -16,7 +18,8 @@ import org.apache.spark.sql.types.{DataType, StructField, StructType, TimestampT
 final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression)
   extends BinaryExpression with CodegenFallback {
 
-  @transient private lazy val schemas = StateSchemas.of(SharedStateRuntime.registry.get(stateName).spec)
+  @transient private lazy val client = StateClient.of(stateName)
+  @transient private lazy val schemas = StateSchemas.of(client.spec)
 
   override def left: Expression = key
   override def right: Expression = time
@@ -46,16 +49,16 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     if (key.eval(input) == null) return null
     val t = time.eval(input)
     if (t == null) return null
-    val state = SharedStateRuntime.registry.get(stateName)
     val k = new Key(keyProjection(input).copy().getBytes)
-    state.fetchLatest(k, t.asInstanceOf[Long]) match {
+    client.fetch(FetchRequest(k, t.asInstanceOf[Long])) match {
       case FetchAnswer.Absent => null
       case FetchAnswer.Found(at, bytes) =>
         InternalRow.fromSeq(StoredRows.wrap(bytes, schemas.value.length).toSeq(schemas.value) :+ at)
       case FetchAnswer.NotYet =>
         throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(t.asInstanceOf[Long])}): " +
-          s"that time is not yet below the update progress of the State (U=${EventTime.show(state.updateProgress)}), " +
+          s"that time is not yet below the update progress of the State (U=${EventTime.show(client.updateProgress)}), " +
           "so the answer is not final. Ask for an earlier time, or use fetch_join on a stream, whose rows wait for U.")
+      case other => throw new IllegalStateException(s"a latest fetch answered $other")
     }
   }
 
@@ -75,7 +78,7 @@ object SharedStateFetchExpression {
       case e if e.foldable && e.dataType.typeName == "string" && e.eval() != null => e.eval().toString
       case other => throw new SharedStateException(s"$Name: the first argument must be a State name literal; got ${other.sql}.")
     }
-    SharedStateRuntime.registry.get(name) // unknown States fail at analysis
+    StateClient.of(name) // unknown States fail at analysis
     SharedStateFetchExpression(name, args(1), args(2))
   }
 }

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.write.{DataWriter, WriterCommitMessage}
@@ -38,7 +39,7 @@ final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: 
   }
 
   override def commit(): WriterCommitMessage = {
-    SharedStateRuntime.registry.get(options.stateName).stage(writer, epoch, partition, batch)
+    StateClient.of(options.stateName).stage(writer, epoch, partition, batch)
     UpdateCommitMessage(batch.size, batch.rejectedCount, batch.maxEventTime)
   }
 

@@ -100,6 +100,11 @@ class State:
             "updates_rejected": raw["updates_rejected"],
         }
 
+    @property
+    def hosts(self) -> list[str]:
+        """The executor id hosting each partition; empty in local mode, where the driver JVM hosts all."""
+        return list(self._description.get("hosts", []))
+
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
         reader = self._spark.read.format("sharedstate").option("state", self.name)

@@ -46,7 +46,8 @@ object SharedStateApi {
     "value" -> s.spec.valueSchema,
     "partitions" -> s.spec.partitions,
     "rule" -> s.spec.updateRule,
-    "time_column" -> StateSchemas.of(s.spec).timeColumn).asJava)
+    "time_column" -> StateSchemas.of(s.spec).timeColumn,
+    "hosts" -> s.owners.map(_.executorId).asJava).asJava)
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

@@ -24,7 +24,8 @@ final class SharedStatePlugin extends SparkPlugin {
   override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin with Logging {
     override def init(ctx: PluginContext, extraConf: util.Map[String, String]): Unit =
       if (!RpcBridge.isDriver) {
-        try ExecutorNode.start(ctx.hostname())
+        // (ctx.hostname() needs the executor's SparkEnv RpcEnv to have an address, which a client-mode one has not)
+        try ExecutorNode.start(RpcBridge.executorHost)
         catch { case NonFatal(e) => logWarning("sharedstate host did not start; this executor will host no State", e) }
       }
 

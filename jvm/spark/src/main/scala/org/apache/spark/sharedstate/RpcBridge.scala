@@ -69,7 +69,9 @@ object RpcBridge {
   def env: Option[SparkEnv] = Option(SparkEnv.get)
   def isDriver: Boolean = env.forall(_.executorId == SparkContext.DRIVER_IDENTIFIER)
   def executorId: String = env.map(_.executorId).getOrElse(SparkContext.DRIVER_IDENTIFIER)
-  def executorHost: String = env.map(_.blockManager.blockManagerId.host).getOrElse("127.0.0.1")
+  /** The host this executor registered under (its block manager's), which task locality matches. */
+  def executorHost: String =
+    env.flatMap(e => Option(e.blockManager.blockManagerId)).map(_.host).getOrElse(org.apache.spark.util.Utils.localHostName())
 
   /** The running SparkContext of this (driver) JVM, if any. */
   def activeContext: Option[SparkContext] = SparkContext.getActive

@@ -13,6 +13,8 @@ final class LocalStateClient(state: State) extends StateClient {
   override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =
     state.stage(writer, epoch, task, batch)
 
+  override def fetch(request: FetchRequest): FetchAnswer = state.fetch(request)
+
   override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = {
     val out = new Array[FetchAnswer](requests.length)
     var i = 0

@@ -23,7 +23,7 @@ trait StateClient {
   /** Answers `requests` (in order): NotYet for those whose reply time is not below U. */
   def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer]
 
-  final def fetch(request: FetchRequest): FetchAnswer = fetch(IndexedSeq(request))(0)
+  def fetch(request: FetchRequest): FetchAnswer = fetch(IndexedSeq(request))(0)
 
   /** Partition `partition` as of `asOf`: per key, the newest applied pair at or before it. */
   def asOf(partition: Int, asOf: Long): StoredPairs

@@ -67,7 +67,7 @@ object RpcBridge {
     (conf.get("spark.driver.host"), conf.get("spark.driver.port").toInt)
 
   def env: Option[SparkEnv] = Option(SparkEnv.get)
-  def isDriver: Boolean = env.forall(_.executorId == SparkContext.DRIVER_IDENTIFIER)
+  def isDriver: Boolean = { val e = SparkEnv.get; e == null || e.executorId == SparkContext.DRIVER_IDENTIFIER }
   def executorId: String = env.map(_.executorId).getOrElse(SparkContext.DRIVER_IDENTIFIER)
   /** The host this executor registered under (its block manager's), which task locality matches. */
   def executorHost: String =

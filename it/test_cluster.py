@@ -108,6 +108,18 @@ def test_late_updates_and_as_of_reads_gather_every_host(cluster_run):
 
 
 @pytest.mark.slow
+def test_change_stream_reads_every_final_pair_from_every_host(cluster_run):
+    out, records = cluster_run
+    u = pd.Timestamp(records["progress"]["update"])
+    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: _utc(d["ts"]))
+    want = history[history["ts"] < u]
+    got = pd.read_parquet(out / "changes.parquet")
+    assert len(got) == len(want) > 0
+    assert sorted(zip(got["ad_id"], got["campaign"], _utc(got["campaigns_time"]))) == \
+        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+
+
+@pytest.mark.slow
 def test_restarted_writer_resumes_and_new_writer_holds_u_back(cluster_run):
     _, records = cluster_run
     r = records["restart"]

@@ -74,6 +74,12 @@ records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v i
 save("late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
 for seconds in (45, 200, 599):
     save(f"asof_{seconds}", state.as_of(pd.Timestamp(seconds, unit="s").strftime("%Y-%m-%d %H:%M:%S")).toPandas())
+# the change stream: every partition's final pairs, read where they are hosted
+changes = (state.changes().writeStream.format("memory").queryName("changes")
+           .option("checkpointLocation", str(out / "ck-changes")).start())
+changes.processAllAvailable()
+changes.stop()
+save("changes", spark.table("changes").toPandas())
 # the SQL function, evaluated in tasks on both executors (every event time is below U by now)
 spark.read.schema(EVENT_SCHEMA).parquet(str(out / "events")).createOrReplaceTempView("events")
 save("sql", spark.sql("SELECT event_id, sharedstate_fetch('campaigns', ad_id, ts) AS v FROM events")

@@ -3,6 +3,7 @@ package io.sharedstate.spark
 import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -18,7 +19,15 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
-    override def toBatch: Batch = this
+    override def toBatch: Batch = { read.checkBatch(); this }
+    override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+      read.checkStreaming()
+      new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
+    }
+    override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
+      read.checkStreaming()
+      new ChangeContinuousStream(state, schemas, read.startingOffsets, checkpointLocation)
+    }
     override def planInputPartitions(): Array[InputPartition] =
       if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read, None))
       else {

@@ -28,6 +28,8 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   def updateProgress(state: String): Long = coordinator.updateProgress(state)
 
+  def ensureReader(state: String, reader: String): Unit = coordinator.ensureReader(state, reader)
+
   def client(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
 }
 
@@ -36,5 +38,6 @@ object ClusterNode {
   trait CoordinatorAccess {
     def route(state: String): StateRoute
     def updateProgress(state: String): Long
+    def ensureReader(state: String, reader: String): Unit
   }
 }

@@ -31,6 +31,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     self = new ClusterNode(server, driverHost, new ClusterNode.CoordinatorAccess {
       override def route(state: String): StateRoute = Coordinator.this.route(state)
       override def updateProgress(state: String): Long = Coordinator.this.state(state).updateProgress
+      override def ensureReader(state: String, reader: String): Unit = Coordinator.this.ensureReader(state, reader)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
@@ -86,6 +87,12 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       state != null
     }
 
+  /** Registers `reader` on State `name` unless it is registered already. */
+  def ensureReader(name: String, reader: String): Unit = {
+    val s = state(name)
+    s.synchronized { if (s.readerProgress(reader).isEmpty) s.registerReader(reader) }
+  }
+
   /** Executors that host partitions, by executor id. */
   def registeredHosts: Seq[HostId] = hosts.values.asScala.toSeq
 
@@ -96,6 +103,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       true
     case GetRoute(name) => route(name)
     case GetUpdateProgress(name) => state(name).updateProgress
+    case EnsureReader(name, reader) => ensureReader(name, reader); true
     case other => throw new SharedStateException(s"sharedstate coordinator: unknown message ${other.getClass.getName}.")
   }
 

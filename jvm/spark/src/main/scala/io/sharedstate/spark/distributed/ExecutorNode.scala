@@ -27,6 +27,7 @@ object ExecutorNode extends Logging {
       self = new ClusterNode(s, service, new ClusterNode.CoordinatorAccess {
         override def route(state: String): StateRoute = HostLink.call[StateRoute](coordinator, GetRoute(state))
         override def updateProgress(state: String): Long = HostLink.call[Long](coordinator, GetUpdateProgress(state))
+        override def ensureReader(state: String, reader: String): Unit = HostLink.call[Any](coordinator, EnsureReader(state, reader))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

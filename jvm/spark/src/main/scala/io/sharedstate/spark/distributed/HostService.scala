@@ -31,6 +31,9 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
       stage(state, inc, writer, epoch, task, batch); true
     case Fetch(state, inc, requests) => fetch(state, inc, requests)
     case ScanAsOf(state, inc, partition, asOf) => scanAsOf(state, inc, partition, asOf)
+    case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
+    case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
+    case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) => hostedState(state, inc).state.rejectedUpdates.toArray
     case GetMetrics(state, inc) => hostedState(state, inc).state.metrics
     case other => throw new SharedStateException(s"sharedstate host $id: unknown message ${other.getClass.getName}.")
@@ -47,6 +50,20 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     val h = hostedState(state, incarnation)
     requests.map { r => h.check(r.key.partition(h.state.partitionCount)); h.state.fetch(r) }
   }
+
+  def fetchAsync(state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {
+    val h = hostedState(state, incarnation)
+    h.check(request.key.partition(h.state.partitionCount))
+    h.state.fetchAsync(request)
+  }
+
+  def changes(state: String, incarnation: Long, partition: Int, from: Long, until: Long): Array[io.sharedstate.core.Change] = {
+    val h = hostedState(state, incarnation)
+    h.check(partition)
+    h.state.changes(partition, from, until)
+  }
+
+  def hostProgress(state: String, incarnation: Long): Long = hostedState(state, incarnation).state.updateProgress
 
   def scanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long): StoredPairs = {
     val h = hostedState(state, incarnation)

@@ -1,6 +1,7 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{FetchAnswer, RejectedUpdate, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, FetchAnswer, RejectedUpdate, State, StateSpec, UpdateBatch}
+import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages.StoredPairs
 
@@ -21,6 +22,12 @@ final class LocalStateClient(state: State) extends StateClient {
     while (i < out.length) { out(i) = state.fetch(requests(i)); i += 1 }
     out
   }
+
+  override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = state.fetchAsync(request)
+  override def changes(partition: Int, from: Long, until: Long): Array[Change] = state.changes(partition, from, until)
+  override def updateProgressAt(partition: Int): Long = state.updateProgress
+  override def ensureReader(reader: String): Unit =
+    state.synchronized { if (state.readerProgress(reader).isEmpty) state.registerReader(reader) }
 
   override def asOf(partition: Int, asOf: Long): StoredPairs = AsOfPairs.of(state.partition(partition), asOf)
   override def rejectedUpdates: Seq[RejectedUpdate] = state.rejectedUpdates

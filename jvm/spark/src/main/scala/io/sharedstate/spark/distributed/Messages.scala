@@ -9,6 +9,8 @@ object Messages {
   final case class RegisterHost(host: HostId)
   final case class GetRoute(state: String)
   final case class GetUpdateProgress(state: String)
+  /** Registers `reader` on the State unless it is registered (a task of a continuous fetch join). */
+  final case class EnsureReader(state: String, reader: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int])
@@ -37,6 +39,11 @@ object Messages {
   final case class Stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int,
       keys: Array[Array[Byte]], times: Array[Long], values: Array[Array[Byte]], rejected: Array[RejectedUpdate])
   final case class Fetch(state: String, incarnation: Long, requests: Array[FetchRequest])
+  /** Answered when U passes the request (the host's pending queue): the reply comes later. */
+  final case class FetchAsync(state: String, incarnation: Long, request: FetchRequest)
+  final case class GetChanges(state: String, incarnation: Long, partition: Int, from: Long, until: Long)
+  /** The host's U (equal to the driver's once a commit returns; never ahead of what the host applied). */
+  final case class GetHostProgress(state: String, incarnation: Long)
   final case class ScanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long)
   final case class GetRejected(state: String, incarnation: Long)
   final case class GetMetrics(state: String, incarnation: Long)

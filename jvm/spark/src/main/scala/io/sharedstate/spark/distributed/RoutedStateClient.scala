@@ -1,6 +1,7 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{FetchAnswer, Key, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, FetchAnswer, Key, RejectedUpdate, StateSpec, UpdateBatch}
+import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages._
 import scala.collection.mutable.ArrayBuffer
@@ -64,6 +65,38 @@ final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends Stat
     }
     out
   }
+
+  override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = {
+    val owner = hosts(ownerIndex(request.key.partition(partitions)))
+    val local = node.localHost
+    if (local != null && local.id == owner) local.fetchAsync(name, route.incarnation, request)
+    else {
+      val out = new CompletableFuture[FetchAnswer]()
+      node.link(owner).ask(FetchAsync(name, route.incarnation, request)).onComplete { result =>
+        try out.complete(HostLink.await[FetchAnswer](scala.concurrent.Future.fromTry(result), owner, name,
+          route.partitionsOf(owner)))
+        catch { case e: Throwable => out.completeExceptionally(e) }
+      }(scala.concurrent.ExecutionContext.parasitic)
+      out
+    }
+  }
+
+  override def changes(partition: Int, from: Long, until: Long): Array[Change] = {
+    val owner = route.owners(partition)
+    val local = node.localHost
+    if (local != null && local.id == owner) local.changes(name, route.incarnation, partition, from, until)
+    else HostLink.await[Array[Change]](node.link(owner).ask(GetChanges(name, route.incarnation, partition, from, until)),
+      owner, name, Seq(partition))
+  }
+
+  override def updateProgressAt(partition: Int): Long = {
+    val owner = route.owners(partition)
+    val local = node.localHost
+    if (local != null && local.id == owner) local.hostProgress(name, route.incarnation)
+    else HostLink.await[Long](node.link(owner).ask(GetHostProgress(name, route.incarnation)), owner, name, Seq(partition))
+  }
+
+  override def ensureReader(reader: String): Unit = node.ensureReader(name, reader)
 
   override def asOf(partition: Int, asOf: Long): StoredPairs = {
     val owner = route.owners(partition)

@@ -1,6 +1,7 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
+import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.SharedStateRuntime
 import io.sharedstate.spark.distributed.Messages.StoredPairs
@@ -24,6 +25,18 @@ trait StateClient {
   def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer]
 
   def fetch(request: FetchRequest): FetchAnswer = fetch(IndexedSeq(request))(0)
+
+  /** Answered as soon as U passes the request's reply time (from the owner's pending queue). */
+  def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer]
+
+  /** The applied pairs of `partition` with from <= timestamp < until (a range below U), in timestamp order. */
+  def changes(partition: Int, from: Long, until: Long): Array[Change]
+
+  /** U where `partition` is hosted: everything below it is applied there. */
+  def updateProgressAt(partition: Int): Long
+
+  /** Registers `reader` (fetch progress F) unless it is registered already. */
+  def ensureReader(reader: String): Unit
 
   /** Partition `partition` as of `asOf`: per key, the newest applied pair at or before it. */
   def asOf(partition: Int, asOf: Long): StoredPairs

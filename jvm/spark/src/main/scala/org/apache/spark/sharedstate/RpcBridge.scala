@@ -13,7 +13,10 @@ import scala.util.control.NonFatal
  * before any message reaches a handler.
  */
 object RpcBridge {
-  /** Answers one message; a thrown exception is sent back to the caller as the failure. */
+  /**
+   * Answers one message; a thrown exception is sent back to the caller as the failure. An answer
+   * that is a CompletableFuture is sent when it completes (within the caller's ask timeout).
+   */
   trait Handler { def handle(message: Any): Any }
 
   /** An RPC environment endpoints are served from and peers are reached through. */
@@ -39,8 +42,11 @@ object RpcBridge {
   private final class HandlerEndpoint(override val rpcEnv: RpcEnv, handler: Handler) extends RpcEndpoint {
     override def receiveAndReply(context: RpcCallContext): PartialFunction[Any, Unit] = {
       case message =>
-        try context.reply(handler.handle(message))
-        catch { case NonFatal(e) => context.sendFailure(e) }
+        try handler.handle(message) match {
+          case later: java.util.concurrent.CompletableFuture[_] =>
+            later.whenComplete((v: Any, e: Throwable) => if (e == null) context.reply(v) else context.sendFailure(e))
+          case now => context.reply(now)
+        } catch { case NonFatal(e) => context.sendFailure(e) }
     }
   }
 

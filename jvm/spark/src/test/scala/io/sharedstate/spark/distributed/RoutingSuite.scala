@@ -32,6 +32,7 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def node(): ClusterNode = new ClusterNode(serverA, hostA, new ClusterNode.CoordinatorAccess {
     override def route(state: String): StateRoute = RoutingSuite.this.route
     override def updateProgress(state: String): Long = EventTime.MinusInfinity
+    override def ensureReader(state: String, reader: String): Unit = ()
   })
 
   // The key bytes are opaque to routing and storage, so plain UTF-8 stands in for binary rows here.

@@ -22,6 +22,7 @@ def fetch_join(
     staleness: str | None = None,
     window: str | None = None,
     continuous: bool = False,
+    lateness: str | None = None,
 ) -> DataFrame:
     """Joins each event with the State's value at the event's time.
 
@@ -41,14 +42,18 @@ def fetch_join(
     ``how="left"`` keeps events with no value (nulls; 0 or an empty array for ``count``,
     ``collect`` and ``range``), ``"inner"`` drops them.
 
-    Waiting events are re-checked in every micro-batch: use a processing-time trigger on the query
-    (e.g. ``trigger(processingTime="1 second")``), since while events wait each trigger runs one.
-    If the events have a watermark (``withWatermark``), the join reports the State's fetch progress
-    F from it, so compaction can drop versions no fetch will read again; events that arrive behind
-    the watermark are then not fetched and are counted as ``lateEvents``. The query's progress holds
-    the join's metrics under ``observedMetrics["sharedstate_fetch:<state>:<window>:<n>"]``:
-    ``eventsAnswered``, ``lateEvents``, ``pendingFetches``, ``minWaitingMicros``,
-    ``fetchWaitMsAvg`` and ``fetchWaitMsMax``.
+    Waiting events stay in the query's checkpointed state until U passes them: the join follows the
+    State's update progress as a stream, so a micro-batch runs when events arrive or U advances (and
+    ``processAllAvailable()`` returns once the input is processed and U has not moved).
+    With ``lateness="10 minutes"``, events more than that behind the latest event time seen are
+    late: they are not fetched and are counted as ``lateEvents``; in exchange the join reports the
+    State's fetch progress F (see ``State.progress()``), so compaction can drop versions no fetch
+    will read again. Without it F is held where the query started. The query's progress holds the
+    join's metrics under ``observedMetrics["sharedstate_fetch:<state>:<window>:<lateness>:<n>"]``:
+    ``eventsAnswered``, ``lateEvents``, ``eventsLeftWaiting`` (in the keys the batch touched),
+    ``minWaitingMicros``, ``maxEventMicros``, ``fetchWaitMsAvg`` and ``fetchWaitMsMax``; the
+    number of keys with waiting events is the fetch-join operator's ``numRowsTotal`` in
+    ``stateOperators``.
 
     ``continuous=True`` builds the join for a query run with a continuous trigger
     (``trigger(continuous="1 second")``): each event is an asynchronous fetch in the State's pending
@@ -59,6 +64,6 @@ def fetch_join(
     keys = [key] if isinstance(key, str) else list(key)
     with translated():
         jdf = fetch_join_entry(events.sparkSession).join(
-            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window, bool(continuous)
+            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window, bool(continuous), lateness
         )
     return DataFrame(jdf, events.sparkSession)

@@ -8,7 +8,7 @@ import pytest
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import EVENT_SCHEMA, accepted_updates, make_workload, write_batches
-from streams import wait_until
+from streams import drained, wait_until
 
 WINDOW_S = 90
 NUMERIC_UPDATES = "ad_id STRING, ts TIMESTAMP, v BIGINT"
@@ -43,15 +43,14 @@ def _ints(column: pd.Series) -> list:
     return [None if pd.isna(x) else int(x) for x in column]
 
 
-def _start(spark, workdir, state_name, seed: int, rule: str, how: str, watermark: bool = False):
+def _start(spark, workdir, state_name, seed: int, rule: str, how: str, lateness: str | None = None):
     work = make_workload(seed, events=400)
     write_batches(workdir / "updates", [_numeric(b) for b in work.update_batches])
     write_batches(workdir / "events", work.event_batches)
     ss.State.create(spark, state_name, key="ad_id STRING", value="v BIGINT", partitions=3)
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
-    if watermark:
-        events = events.withWatermark("ts", "30 seconds")
-    joined = ss.fetch_join(events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how)
+    joined = ss.fetch_join(events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how,
+                           lateness=lateness)
     out_name = f"out_{state_name}"
     reader = (joined.writeStream.format("memory").queryName(out_name).outputMode("append")
               .option("checkpointLocation", str(workdir / "ck-events"))
@@ -79,8 +78,9 @@ def _collect(spark, writer, reader, out_name: str, expected_rows: int, seen: lis
         return spark.table(out_name).count() >= expected_rows
 
     wait_until(done, timeout=300, interval=0.2, what=f"{expected_rows} fetch-join rows")
-    batch_id = reader.lastProgress["batchId"] if reader.lastProgress else 0
-    wait_until(lambda: (reader.lastProgress or {}).get("batchId", 0) >= batch_id + 3, timeout=60, what="3 more batches")
+    # once the input is processed and U stops, the query goes idle (no batches back to back)
+    drained(writer)
+    drained(reader)
     done()
     return spark.table(out_name).toPandas()
 
@@ -117,26 +117,26 @@ def test_inner_count_drops_events_with_an_empty_range(spark, workdir, state_name
 
 
 def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_name):
-    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=9, rule="sum", how="left", watermark=True)
+    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=9, rule="sum", how="left", lateness="30 seconds")
     expected = _expected(work, "sum")
     seen: list = []
     got = _collect(spark, writer, reader, out_name, len(expected), seen).sort_values("event_id").reset_index(drop=True)
-    # events arrive at most 20 s out of order and the watermark trails by 30 s: none is late
+    # events arrive at most 20 s out of order and the lateness is 30 s: none is late
     assert list(got["event_id"]) == list(expected["event_id"]) and _ints(got["sum_v"]) == list(expected["value"])
 
-    name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:0"
+    name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:{30 * 1_000_000}:0"
     metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
     assert metrics, "the join's metrics are in the query's progress"
     assert sum(m["lateEvents"] for m in metrics) == 0
-    assert max(m["pendingFetches"] for m in metrics) > 0, f"events waited for U in some batch: {metrics}"
+    assert max(m["eventsLeftWaiting"] for m in metrics) > 0, f"events waited for U in some batch: {metrics}"
     assert max(m["fetchWaitMsMax"] or 0 for m in metrics) > 0
-    assert metrics[-1]["pendingFetches"] == 0  # all answered by the end
-    # F = min(watermark, earliest waiting event) - window, reported after each batch
-    wm = pd.Timestamp(reader.lastProgress["eventTime"]["watermark"])
+    assert reader.lastProgress["stateOperators"][0]["numRowsTotal"] == 0  # no key waits at the end
+    # F = min(latest event - lateness, earliest waiting event, watermark) - window, after each batch
+    latest = pd.Timestamp(max(work.events["ts"]))
     progress = ss.State.get(spark, state_name).progress()
     f = pd.Timestamp(progress["fetch"])
-    assert f <= wm - pd.Timedelta(seconds=WINDOW_S)
-    assert f > pd.Timestamp(0, tz="UTC") + pd.Timedelta(seconds=60), "F advanced with the watermark"
+    assert f <= latest - pd.Timedelta(seconds=30 + WINDOW_S)
+    assert f > pd.Timestamp(0, tz="UTC") + pd.Timedelta(seconds=60), "F advanced with the events"
     readers = [r for r in progress["readers"] if str(reader.id) in r]
     assert len(readers) == 1
     reader.stop()

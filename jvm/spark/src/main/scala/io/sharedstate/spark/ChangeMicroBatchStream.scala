@@ -1,10 +1,9 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.EventTime
 import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
+import org.apache.spark.sql.connector.read.streaming.Offset
 
 /** A micro-batch offset of a change stream: every change with a timestamp below it has been read. */
 final case class ChangeOffset(until: Long) extends Offset {
@@ -21,26 +20,15 @@ final case class ChangeRange(stateName: String, partition: Int, from: Long, unti
  * sink). The stream is a reader of the State: its fetch progress F is the last committed offset,
  * so compaction keeps every pair it has not read yet, also while the query is stopped.
  */
-final class ChangeMicroBatchStream(state: DriverState, schemas: StateSchemas, starting: String, checkpointLocation: String)
-  extends MicroBatchStream {
+final class ChangeMicroBatchStream(protected val state: DriverState, schemas: StateSchemas, starting: String,
+    checkpointLocation: String) extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
-  @volatile private var highest: Long = EventTime.MinusInfinity
 
   override def initialOffset(): Offset = ChangeOffset(ChangeStreams.start(state, starting))
 
-  // U never goes back, except when a writer reopens a State that every writer had finished (U was
-  // +infinity); the stream does not go back with it.
-  override def latestOffset(): Offset = {
-    highest = math.max(highest, state.updateProgress)
-    ChangeOffset(highest)
-  }
-
-  override def deserializeOffset(json: String): Offset = ChangeOffset(json.trim.toLong)
-
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
-    val (from, until) = (start.asInstanceOf[ChangeOffset].until, end.asInstanceOf[ChangeOffset].until)
-    highest = math.max(highest, until)
+    val (from, until) = range(start, end)
     Array.tabulate[InputPartition](state.partitionCount)(p => ChangeRange(state.name, p, from, until))
   }
 

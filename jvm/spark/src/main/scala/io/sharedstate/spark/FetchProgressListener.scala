@@ -17,10 +17,12 @@ import scala.util.Try
  * The fetch side's progress F. Each fetch join of a streaming query is a reader of its State,
  * registered when the query starts (Spark posts that event before the first batch) and removed when
  * it stops; the reader id is the query id, stable across restarts from a checkpoint, plus the join.
- * After every batch the reader reports F = min(the events' watermark, the earliest waiting event)
- * minus the join's window: no fetch the query makes later reads below that (events behind the
- * watermark are counted as late and not fetched), so compaction may drop what is older.
- * A query without a watermark never advances its F, which keeps every version of the State.
+ * A join with a lateness reports, after every batch, F = min(latest event time seen - lateness,
+ * earliest event still waiting, the batch's watermark) - window. No later fetch of the query reads
+ * below it: events that would are counted as late and not fetched; an event still waiting in a key
+ * the batch did not touch has a reply time at or after the watermark (its timeout has not fired),
+ * and waiting events of touched keys are in the batch's metrics. Compaction may then drop what is
+ * older. A join without a lateness never advances its F, which keeps every version of the State.
  */
 final class FetchProgressListener extends StreamingQueryListener with Logging {
   import FetchProgressListener.Reader
@@ -28,14 +30,16 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
   private val readers = new ConcurrentHashMap[UUID, Seq[Reader]]()
 
   override def onQueryStarted(event: QueryStartedEvent): Unit = {
-    val joins = SparkSession.active.streams.get(event.id) match {
-      case q: StreamingQueryWrapper => FetchProgressListener.joinsIn(q.streamingQuery.analyzedPlan)
-      case _ => Nil
+    val query = SparkSession.active.streams.get(event.id) match {
+      case q: StreamingQueryWrapper => Some(q.streamingQuery)
+      case _ => None
     }
+    val joins = query.map(q => FetchProgressListener.joinsIn(q.analyzedPlan)).getOrElse(Nil)
     if (joins.nonEmpty) {
-      val registered = joins.map { case (name, state, window) =>
-        val reader = Reader(s"fetch-join:${event.id}:$name", name, state, window)
-        Coordinator.get.state(state).registerReader(reader.id)
+      val registered = joins.map { case (name, state, window, lateness) =>
+        val reader = Reader(FetchProgressListener.readerId(event.id.toString, name), name, state, window, lateness)
+        val s = Coordinator.get.state(state)
+        if (s.readerProgress(reader.id).isEmpty) s.registerReader(reader.id)
         reader
       }
       readers.put(event.id, registered)
@@ -46,13 +50,15 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
     val own = readers.get(event.progress.id)
     if (own != null) {
       val watermark = Option(event.progress.eventTime.get("watermark")).flatMap(w => Try(Instant.parse(w)).toOption)
-      own.foreach { reader =>
+        .map(w => Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000)
+      own.filter(_.latenessMicros >= 0).foreach { reader =>
         val metrics = Option(event.progress.observedMetrics.get(reader.metricsName))
-        val waitingMin = metrics.flatMap(m => Option(m.getAs[Any]("minWaitingMicros"))).map(_.asInstanceOf[Long])
-        watermark.foreach { w =>
-          val wMicros = Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000
-          val progress = math.min(wMicros, waitingMin.getOrElse(Long.MaxValue)) - reader.windowMicros
-          report(reader, progress)
+        def metric(name: String): Option[Long] = metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
+        metric("maxEventMicros").foreach(m => reader.maxSeen.accumulateAndGet(m, math.max))
+        val seen = reader.maxSeen.get
+        if (seen != Long.MinValue) {
+          val bound = Seq(Some(seen - reader.latenessMicros), metric("minWaitingMicros"), watermark).flatten.min
+          report(reader, bound - reader.windowMicros)
         }
       }
     }
@@ -69,8 +75,7 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
     }
   }
 
-  // F never goes back: a report below the reader's current progress (a lower watermark after a
-  // restart) is skipped rather than failing the query.
+  // F never goes back: a lower bound than the reader's current progress (after a restart) is skipped.
   private def report(reader: Reader, progress: Long): Unit = {
     val state = Coordinator.get.state(reader.state)
     val current = state.readerProgress(reader.id).getOrElse(EventTime.MinusInfinity)
@@ -82,17 +87,21 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
 }
 
 object FetchProgressListener {
-  private final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long)
+  private final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long, latenessMicros: Long) {
+    val maxSeen = new java.util.concurrent.atomic.AtomicLong(Long.MinValue)
+  }
 
   private val sessions = java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+
+  def readerId(queryId: String, metricsName: String): String = s"fetch-join:$queryId:$metricsName"
 
   /** Adds the listener to `spark`'s query manager once. */
   def ensure(spark: SparkSession): Unit = sessions.synchronized {
     if (sessions.add(spark)) spark.streams.addListener(new FetchProgressListener)
   }
 
-  /** (metrics name, state, window) of every fetch join in a query's plan. */
-  def joinsIn(plan: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan): Seq[(String, String, Long)] =
+  /** (metrics name, state, window, lateness) of every fetch join in a query's plan. */
+  def joinsIn(plan: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan): Seq[(String, String, Long, Long)] =
     plan.collect { case c: CollectMetrics => c.name }
-      .flatMap(n => FetchJoinRows.parseMetricsName(n).map { case (s, w) => (n, s, w) })
+      .flatMap(n => FetchJoinRows.parseMetricsName(n).map { case (s, w, l) => (n, s, w, l) })
 }

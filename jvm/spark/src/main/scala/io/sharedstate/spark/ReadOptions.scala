@@ -13,12 +13,16 @@ import org.apache.spark.unsafe.types.UTF8String
  */
 final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
   /** Fails for options that only apply to streaming reads. */
-  def checkBatch(): Unit = if (startingOffsets != null) throw new SharedStateException(
-    s"Option '${ReadOptions.StartingOffsets}' applies to streaming reads (the change stream) only.")
+  def checkBatch(): Unit = {
+    if (startingOffsets != null) throw new SharedStateException(
+      s"Option '${ReadOptions.StartingOffsets}' applies to streaming reads (the change stream) only.")
+    if (table == ReadOptions.ProgressTable) throw new SharedStateException(
+      s"Table '${ReadOptions.ProgressTable}' is a stream of update progress; read it with readStream.")
+  }
 
   /** Fails for options that only apply to batch reads. */
   def checkStreaming(): Unit = {
-    if (table != ReadOptions.StateTable) throw new SharedStateException(
+    if (table != ReadOptions.StateTable && table != ReadOptions.ProgressTable) throw new SharedStateException(
       s"A streaming read of a State is its change stream; option '${ReadOptions.Table}' = '$table' applies to batch reads only.")
     if (asOfMicros != EventTime.PlusInfinity) throw new SharedStateException(
       s"Option '${ReadOptions.AsOf}' applies to batch reads only; a streaming read gives the changes in time order.")
@@ -30,6 +34,8 @@ object ReadOptions {
   val AsOf = "asOf"
   val StateTable = "state"
   val RejectedTable = "rejected"
+  /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
+  val ProgressTable = "progress"
   val StartingOffsets = "startingOffsets"
   val Earliest = "earliest"
   val Latest = "latest"
@@ -57,9 +63,11 @@ object ReadOptions {
           throw new SharedStateException(s"Option '$AsOf' applies to table '$StateTable' only, not '$RejectedTable'.")
         }
         ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
+      case ProgressTable =>
+        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting)
       case other =>
-        throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default) " +
-          s"or '$RejectedTable' (late and rejected updates).")
+        throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
+          s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")
     }
   }
 

@@ -63,8 +63,9 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
 
   /** See [[FetchJoin]]. */
   def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",
-      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null): DataFrame =
-    FetchJoin(events, name, keys, time, rule, mode, how, staleness, window)
+      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
+      continuous: Boolean = false, lateness: String = null): DataFrame =
+    FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness)
 
   def drop(): Boolean = Coordinator.get.drop(name)
 

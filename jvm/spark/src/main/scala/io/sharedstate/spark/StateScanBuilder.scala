@@ -22,10 +22,13 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
     override def toBatch: Batch = { read.checkBatch(); this }
     override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
       read.checkStreaming()
-      new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
+      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state)
+      else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
       read.checkStreaming()
+      if (read.table == ReadOptions.ProgressTable) throw new io.sharedstate.core.SharedStateException(
+        s"Table '${ReadOptions.ProgressTable}' is read in micro-batch mode only.")
       new ChangeContinuousStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def planInputPartitions(): Array[InputPartition] =

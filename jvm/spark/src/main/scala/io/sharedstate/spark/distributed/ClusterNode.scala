@@ -30,6 +30,8 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   def ensureReader(state: String, reader: String): Unit = coordinator.ensureReader(state, reader)
 
+  def readerProgress(state: String, reader: String): Option[Long] = coordinator.readerProgress(state, reader)
+
   def client(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
 }
 
@@ -39,5 +41,6 @@ object ClusterNode {
     def route(state: String): StateRoute
     def updateProgress(state: String): Long
     def ensureReader(state: String, reader: String): Unit
+    def readerProgress(state: String, reader: String): Option[Long]
   }
 }

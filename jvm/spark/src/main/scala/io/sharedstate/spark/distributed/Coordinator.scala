@@ -32,6 +32,8 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       override def route(state: String): StateRoute = Coordinator.this.route(state)
       override def updateProgress(state: String): Long = Coordinator.this.state(state).updateProgress
       override def ensureReader(state: String, reader: String): Unit = Coordinator.this.ensureReader(state, reader)
+      override def readerProgress(state: String, reader: String): Option[Long] =
+        Coordinator.this.state(state).readerProgress(reader)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
@@ -104,6 +106,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     case GetRoute(name) => route(name)
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
+    case GetReaderProgress(name, reader) => state(name).readerProgress(reader)
     case other => throw new SharedStateException(s"sharedstate coordinator: unknown message ${other.getClass.getName}.")
   }
 

@@ -28,6 +28,8 @@ object ExecutorNode extends Logging {
         override def route(state: String): StateRoute = HostLink.call[StateRoute](coordinator, GetRoute(state))
         override def updateProgress(state: String): Long = HostLink.call[Long](coordinator, GetUpdateProgress(state))
         override def ensureReader(state: String, reader: String): Unit = HostLink.call[Any](coordinator, EnsureReader(state, reader))
+        override def readerProgress(state: String, reader: String): Option[Long] =
+          HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

@@ -26,6 +26,7 @@ final class LocalStateClient(state: State) extends StateClient {
   override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = state.fetchAsync(request)
   override def changes(partition: Int, from: Long, until: Long): Array[Change] = state.changes(partition, from, until)
   override def updateProgressAt(partition: Int): Long = state.updateProgress
+  override def readerProgress(reader: String): Option[Long] = state.readerProgress(reader)
   override def ensureReader(reader: String): Unit =
     state.synchronized { if (state.readerProgress(reader).isEmpty) state.registerReader(reader) }
 

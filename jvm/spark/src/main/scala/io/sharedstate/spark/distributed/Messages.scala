@@ -11,6 +11,7 @@ object Messages {
   final case class GetUpdateProgress(state: String)
   /** Registers `reader` on the State unless it is registered (a task of a continuous fetch join). */
   final case class EnsureReader(state: String, reader: String)
+  final case class GetReaderProgress(state: String, reader: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int])

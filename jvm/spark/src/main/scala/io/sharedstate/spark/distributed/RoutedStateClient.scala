@@ -96,6 +96,8 @@ final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends Stat
     else HostLink.await[Long](node.link(owner).ask(GetHostProgress(name, route.incarnation)), owner, name, Seq(partition))
   }
 
+  override def readerProgress(reader: String): Option[Long] = node.readerProgress(name, reader)
+
   override def ensureReader(reader: String): Unit = node.ensureReader(name, reader)
 
   override def asOf(partition: Int, asOf: Long): StoredPairs = {

@@ -35,6 +35,9 @@ trait StateClient {
   /** U where `partition` is hosted: everything below it is applied there. */
   def updateProgressAt(partition: Int): Long
 
+  /** A reader's fetch progress as the coordinator knows it (none when it is not registered). */
+  def readerProgress(reader: String): Option[Long]
+
   /** Registers `reader` (fetch progress F) unless it is registered already. */
   def ensureReader(reader: String): Unit
 

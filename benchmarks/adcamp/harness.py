@@ -80,7 +80,8 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
         method.stop()
         progress = method.progress()
         method.cleanup()
-    result = evaluate(method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted)
+    result = evaluate(method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted,
+                      settings.lag_cap_s)
     if failure:
         result.verdict = f"{failure[:300]}; {result.verdict}"
         result.sustained = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import socket
 import subprocess
@@ -33,8 +34,11 @@ class RedisServer:
                     raise RuntimeError(f"redis-server did not start: {self.process.stderr.read().decode()}")
                 time.sleep(0.1)
         self.version = redis.Redis(host="127.0.0.1", port=self.port).info("server")["redis_version"]
+        atexit.register(self.stop)  # also when the benchmark is interrupted
 
     def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
         self.process.terminate()
         try:
             self.process.wait(10)

@@ -18,7 +18,7 @@ def _fmt_ms(v) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def targets(summary: list[dict]) -> list[dict]:
+def targets(summary: list[dict], points: list[dict]) -> list[dict]:
     """Per update rate: the plugin against the best correct peer (throughput) and the lowest p99."""
     out = []
     for rate in sorted({s["update_rate"] for s in summary}):
@@ -30,15 +30,21 @@ def targets(summary: list[dict]) -> list[dict]:
         best = max(peers, key=lambda s: s["max_sustained_rate"] or 0, default=None)
         p99s = [s for s in peers if s["common_sustained"] and s["common_p99_ms"] is not None]
         low = min(p99s, key=lambda s: s["common_p99_ms"], default=None)
-        speedup = None
+        speedup, bound = None, False
         if best and best["max_sustained_rate"] and mine["max_sustained_rate"]:
             speedup = mine["max_sustained_rate"] / best["max_sustained_rate"]
+        elif peers and mine["max_sustained_rate"]:
+            # no peer sustained even the lowest rate it was tried at: a lower bound
+            lowest = min(p["event_rate"] for p in points if p["update_rate"] == rate and p["method"] != PLUGIN)
+            speedup, bound = mine["max_sustained_rate"] / lowest, True
         p99_ratio = None
         if low and mine["common_p99_ms"] is not None and mine["common_sustained"]:
             p99_ratio = mine["common_p99_ms"] / low["common_p99_ms"]
         out.append({"update_rate": rate, "plugin_correct": mine["correct"],
-                    "best_peer": best["method"] if best else None, "speedup": speedup,
-                    "speedup_met": bool(mine["correct"] and (speedup or 0) >= TARGET_SPEEDUP) if best and best["max_sustained_rate"] else None,
+                    "best_peer": best["method"] if best and best["max_sustained_rate"] else "none sustained",
+                    "speedup": speedup, "speedup_is_lower_bound": bound,
+                    "speedup_met": (bool(mine["correct"] and speedup >= TARGET_SPEEDUP) if speedup is not None
+                                    and (not bound or speedup >= TARGET_SPEEDUP) else None),
                     "lowest_p99_peer": low["method"] if low else None, "p99_ratio": p99_ratio,
                     "p99_met": bool(mine["correct"] and p99_ratio is not None and p99_ratio <= TARGET_P99_RATIO) if low else None})
     return out
@@ -68,11 +74,23 @@ def write_report(out: Path) -> None:
               "among correct peers sustained at the common rate).", "",
               "| updates/s | best peer | throughput ratio | met | lowest-p99 peer | p99 ratio | met |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
-    for t in targets(summary):
-        speedup = "-" if t["speedup"] is None else f"{t['speedup']:.2f}x"
+    for t in targets(summary, data["points"]):
+        speedup = "-" if t["speedup"] is None else f"{'> ' if t['speedup_is_lower_bound'] else ''}{t['speedup']:.2f}x"
         p99_ratio = "-" if t["p99_ratio"] is None else f"{t['p99_ratio']:.2f}"
         lines.append(f"| {t['update_rate']:,} | {t['best_peer']} | {speedup} | {_yn(t['speedup_met'])} | "
-                     f"{t['lowest_p99_peer']} | {p99_ratio} | {_yn(t['p99_met'])} |")
+                     f"{t['lowest_p99_peer'] or 'none sustained'} | {p99_ratio} | {_yn(t['p99_met'])} |")
+    lines += ["", f"Batch anatomy at the common rate (Spark's query progress: batches that had input or state, "
+              "mean ms per phase):", "",
+              "| updates/s | method | query | batches | triggerExecution | addBatch | other phases |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for p in data["points"]:
+        if p["event_rate"] != common or not p.get("progress"):
+            continue
+        for query, prog in p["progress"].items():
+            mean = prog["mean_ms"]
+            other = sum(v for k, v in mean.items() if k not in ("triggerExecution", "addBatch"))
+            lines.append(f"| {p['update_rate']:,} | {p['method']} | {query.rsplit('-', 1)[0]} | {prog['batches']} | "
+                         f"{mean.get('triggerExecution', 0):,.0f} | {mean.get('addBatch', 0):,.0f} | {other:,.0f} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
     _plot(out, summary, data["points"])
 
@@ -104,7 +122,8 @@ def _plot(out: Path, summary: list[dict], points: list[dict]) -> None:
     for ax, title, ylabel in ((ax1, "max sustained view rate", "views/s (log)"),
                               (ax2, f"latency at {summary[0]['common_rate']:,} views/s (bar p99, dash p50)", "ms (log)")):
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rates))], [f"{r:,} upd/s" for r in rates])
-        ax.set_yscale("log")
+        if any(bar.get_height() > 0 for bar in ax.patches):
+            ax.set_yscale("log")
         ax.set_title(title)
         ax.set_ylabel(ylabel)
     ax1.legend(fontsize=8)

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,7 +55,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--bisect", type=int, default=1, help="bisection steps after doubling")
     p.add_argument("--seconds", type=float, default=12, help="measured seconds of views per point")
     p.add_argument("--tail", type=float, default=6, help="seconds both streams go on after the measured views")
-    p.add_argument("--lag-cap", type=float, default=10, help="abort a point when views this old are not out")
+    p.add_argument("--lag-cap", type=float, default=20, help="abort a point when views this old are not out")
     p.add_argument("--startup-cap", type=float, default=90, help="abort a point that writes nothing this long")
     p.add_argument("--trigger-ms", type=int, default=250)
     p.add_argument("--master", default="local[4]")
@@ -83,6 +84,7 @@ def _git_commit() -> str:
 
 def main(argv: list[str]) -> int:
     args = _parse(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up (redis-server, queries)
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/adcamp/run.py", *argv])
     (args.out / "command.txt").write_text(command + "\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,22 +54,15 @@ def main() -> int:
                         redis_port=redis_server.port if redis_server else None)
     shape = Shape(update_rate=args.update_rate, event_rate=args.event_rate, seconds=args.seconds, tail_s=6)
     run_point(spark, METHODS[args.method], shape, settings)  # warm-up
-    jvm = spark.sparkContext._jvm
-    bean = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
-    name = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
-    def jcmd(command: str, *options: str) -> None:
-        arr = spark.sparkContext._gateway.new_array(jvm.java.lang.String, len(options))
-        for i, o in enumerate(options):
-            arr[i] = o
-        sig = spark.sparkContext._gateway.new_array(jvm.java.lang.String, 1)
-        sig[0] = "[Ljava.lang.String;"
-        params = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
-        params[0] = arr
-        bean.invoke(name, command, params, sig)
-    jcmd("jfrStart", "name=adcamp", "settings=profile")
+    pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+    def jcmd(*command: str) -> None:
+        subprocess.run(["jcmd", pid, *command], check=True, capture_output=True, timeout=120)
+
+    jcmd("JFR.start", "name=adcamp", "settings=profile")
     began = time.time()
     result = run_point(spark, METHODS[args.method], shape, settings)
-    jcmd("jfrStop", "name=adcamp", f"filename={recording}")
+    jcmd("JFR.stop", "name=adcamp", f"filename={recording}")
     profile = {"method": result.method, "update_rate": args.update_rate, "event_rate": args.event_rate,
                "recorded_s": round(time.time() - began, 1), "load_avg_1m": os.getloadavg()[0],
                "sustained": result.sustained, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms,

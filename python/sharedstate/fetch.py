@@ -19,8 +19,10 @@ def fetch_join(
     rule: str = "latest",
     mode: str = "committed",
     how: str = "left",
-    poll_interval_ms: int = 100,
     staleness: str | None = None,
+    window: str | None = None,
+    continuous: bool = False,
+    lateness: str | None = None,
 ) -> DataFrame:
     """Joins each event with the State's value at the event's time.
 
@@ -33,16 +35,35 @@ def fetch_join(
     ``mode="uncommitted"`` with ``staleness="10 seconds"`` answers an event once its time minus the
     staleness is below U, from the updates applied by then (bounded staleness, SSP): sooner, but
     updates between U and the event time may be missing from the answer.
-    ``how="left"`` keeps events with no value (nulls), ``"inner"`` drops them. Waiting events are
-    re-checked every micro-batch; ``poll_interval_ms`` bounds how often.
+    ``rule="range"`` with ``window="10 minutes"`` adds ``<state>_range``, an array of
+    ``(<state>_time, value columns...)`` structs for the pairs in ``[time - window, time]``, oldest
+    first. The aggregates ``sum``, ``min``, ``max``, ``avg`` (columns ``<rule>_<value column>``),
+    ``count`` (``<state>_count``) and ``collect`` (``collect_<value column>``) read the same range.
+    ``how="left"`` keeps events with no value (nulls; 0 or an empty array for ``count``,
+    ``collect`` and ``range``), ``"inner"`` drops them.
 
-    Use a processing-time trigger on the query (e.g. ``trigger(processingTime="1 second")``):
-    while events wait, every trigger runs a micro-batch to re-check them.
+    Waiting events stay in the query's checkpointed state until U passes them: the join follows the
+    State's update progress as a stream, so a micro-batch runs when events arrive or U advances (and
+    ``processAllAvailable()`` returns once the input is processed and U has not moved).
+    With ``lateness="10 minutes"``, events more than that behind the latest event time seen are
+    late: they are not fetched and are counted as ``lateEvents``; in exchange the join reports the
+    State's fetch progress F (see ``State.progress()``), so compaction can drop versions no fetch
+    will read again. Without it F is held where the query started. The query's progress holds the
+    join's metrics under ``observedMetrics["sharedstate_fetch:<state>:<window>:<lateness>:<n>"]``:
+    ``eventsAnswered``, ``lateEvents``, ``eventsLeftWaiting`` (in the keys the batch touched),
+    ``minWaitingMicros``, ``maxEventMicros``, ``fetchWaitMsAvg`` and ``fetchWaitMsMax``; the
+    number of keys with waiting events is the fetch-join operator's ``numRowsTotal`` in
+    ``stateOperators``.
+
+    ``continuous=True`` builds the join for a query run with a continuous trigger
+    (``trigger(continuous="1 second")``): each event is an asynchronous fetch in the State's pending
+    queue, answered as soon as U passes it; an epoch completes once all its events are answered.
+    Such a join holds F where it was when the query started (continuous queries have no watermark).
     """
     name = state.name if isinstance(state, State) else state
     keys = [key] if isinstance(key, str) else list(key)
     with translated():
         jdf = fetch_join_entry(events.sparkSession).join(
-            events._jdf, name, ",".join(keys), time, rule, mode, how, int(poll_interval_ms), staleness
+            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window, bool(continuous), lateness
         )
     return DataFrame(jdf, events.sparkSession)

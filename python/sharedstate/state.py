@@ -79,26 +79,47 @@ class State:
         return self._description["time_column"]
 
     def progress(self) -> dict[str, Any]:
-        """Update progress and sizes.
+        """Update and fetch progress, and sizes.
 
         ``update`` is U as a UTC datetime: every value with an earlier timestamp is final. It is
         None while nothing is final (``update_is`` says ``-infinity``) and None with ``+infinity``
-        when no streaming writer holds it back. ``fetch`` (F) is None: fetch progress is not
-        tracked yet in this release (it drives compaction, which is not in it either).
+        when no streaming writer holds it back. ``fetch`` is F, the minimum over the State's
+        readers (streaming fetch joins, see :func:`sharedstate.fetch_join`): no reader fetches below
+        it any more, so compaction may drop versions older than min(F, U). It is None while no
+        reader has advanced (``fetch_is`` says ``-infinity``). ``pending_fetches`` counts
+        asynchronous fetches waiting in the engine (a fetch join's waiting events are in its
+        query's progress instead).
         """
         with translated():
             raw = json.loads(api(self._spark).progress(self.name))
         return {
             "update": _time(raw["update"]),
             "update_is": raw["update_is"],
-            "fetch": None,
+            "fetch": _time(raw["fetch"]),
+            "fetch_is": raw["fetch_is"],
             "writers": {w: _time(p) for w, p in raw["writers"].items()},
+            "readers": {r: _time(p) for r, p in raw["readers"].items()},
+            "pairs": raw["pairs"],
+            "pairs_compacted": raw["pairs_compacted"],
+            "pending_fetches": raw["pending_fetches"],
             "keys": raw["keys"],
             "bytes": raw["bytes"],
             "updates_applied": raw["updates_applied"],
             "updates_waiting": raw["updates_waiting"],
             "updates_rejected": raw["updates_rejected"],
         }
+
+    def changes(self, starting_offsets: str = "earliest") -> DataFrame:
+        """The State's change stream: a streaming DataFrame of applied pairs (key columns, value
+        columns, ``<state>_time``), each exactly once, in timestamp order within each partition and
+        across micro-batches. A batch holds the pairs that became final when U advanced, so the
+        stream runs U behind the writers. ``starting_offsets``: ``"earliest"`` (every pair the State
+        still keeps) or ``"latest"`` (from the current U). Works in micro-batch and continuous mode.
+        The stream is a reader of the State: compaction keeps every pair it has not read yet.
+        """
+        with translated():
+            return (self._spark.readStream.format("sharedstate").option("state", self.name)
+                    .option("startingOffsets", starting_offsets).load())
 
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""

@@ -117,3 +117,30 @@ def test_null_keys_and_times_go_to_the_rejected_table(spark, workdir, state_name
     assert state.progress()["updates_rejected"] == 2
     wait_until(lambda: q.lastProgress is not None, 30)
     assert q.lastProgress["sink"]["metrics"]["updatesRejected"] == "2"
+
+
+def test_rules_that_do_not_fit_the_value_type(spark, workdir, state_name):
+    with pytest.raises(ss.SharedStateError, match="sum.*STRING|STRING.*sum"):
+        ss.State.create(spark, state_name + "_sum", key="k STRING", value="name STRING", rule="sum")
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING")
+    (workdir / "ev").mkdir()
+    events = spark.readStream.schema("ad_id STRING, ts TIMESTAMP").parquet(str(workdir / "ev"))
+    with pytest.raises(ss.SharedStateError, match="avg.*numeric.*campaign.*STRING"):
+        ss.fetch_join(events, state_name, key="ad_id", time="ts", rule="avg", window="1 minute")
+    with pytest.raises(ss.SharedStateError, match="rule 'range' needs a window"):
+        ss.fetch_join(events, state_name, key="ad_id", time="ts", rule="range")
+    with pytest.raises(ss.SharedStateError, match="window applies to rule 'range' and the aggregates only"):
+        ss.fetch_join(events, state_name, key="ad_id", time="ts", window="1 minute")
+    with pytest.raises(ss.SharedStateError, match="Option 'window': 'soon' is not an interval"):
+        ss.fetch_join(events, state_name, key="ad_id", time="ts", rule="count", window="soon")
+
+
+def test_value_schema_that_does_not_match_the_state_leaves_it_untouched(spark, updates, workdir, state_name):
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="clicks BIGINT")
+    before = state.progress()
+    # the input's campaign column is a STRING, the State's value a BIGINT
+    _fails_at_start(_writer(updates, workdir, state=state_name, key="ad_id", time="ts", value="campaign"),
+                    "Column 'campaign' has type STRING, but State '.*' expects clicks BIGINT")
+    after = state.progress()
+    assert after["writers"] == before["writers"] == {}, "a refused query registers no writer"
+    assert after["update_is"] == before["update_is"] and after["keys"] == 0

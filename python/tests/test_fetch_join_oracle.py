@@ -10,7 +10,7 @@ import sharedstate as ss
 from sharedstate.demos.adcamp_data import (
     EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
 )
-from streams import wait_until
+from streams import drained, wait_until
 
 
 
@@ -44,9 +44,9 @@ def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame,
         return spark.table(out_name).count() >= len(expected)
 
     wait_until(done, timeout=300, what=f"{len(expected)} fetch-join rows")
-    # a few more micro-batches: nothing may be emitted twice
-    batch_id = reader.lastProgress["batchId"] if reader.lastProgress else 0
-    wait_until(lambda: (reader.lastProgress or {}).get("batchId", 0) >= batch_id + 3, timeout=60, what="3 more batches")
+    # once the input is processed and U stops, the query goes idle (no batches back to back)
+    drained(writer)
+    drained(reader)
     got = spark.table(out_name).toPandas().rename(columns={state.time_column: "value_time"})
     writer.stop()
     reader.stop()

@@ -60,3 +60,42 @@ def test_sql_fetch_checks_its_arguments(spark, loaded_state):
         spark.sql(f"SELECT sharedstate_fetch('{state.name}', 1, TIMESTAMP '1970-01-01 00:00:01')").collect()
     with pytest.raises(Exception, match="the time argument must be TIMESTAMP"):
         spark.sql(f"SELECT sharedstate_fetch('{state.name}', 'a', 5)").collect()
+
+
+def test_sql_fetch_with_range_and_aggregate_rules(spark, loaded_state):
+    state, history = loaded_state
+    u = pd.Timestamp(state.progress()["update"])
+    rng = np.random.default_rng(10)
+    events = pd.DataFrame({
+        "event_id": np.arange(200),
+        "ad_id": [f"ad{k:03d}" for k in rng.integers(0, 14, size=200)],
+        "ts": pd.to_datetime(rng.integers(0, u.value // 1000, size=200), unit="us", utc=True),
+    })
+    spark.createDataFrame(events).createOrReplaceTempView("views_sql_range")
+    got = spark.sql(
+        f"SELECT event_id, sharedstate_fetch('{state.name}', ad_id, ts, 'range', '2 minutes') AS r, "
+        f"sharedstate_fetch('{state.name}', ad_id, ts, 'count', '2 minutes') AS c FROM views_sql_range"
+    ).toPandas().sort_values("event_id").reset_index(drop=True)
+    h = history.assign(ts=pd.to_datetime(history["ts"], utc=True))
+    for e, r, c in zip(events.itertuples(), got["r"], got["c"]):
+        t = pd.Timestamp(e.ts)
+        want = h[(h["ad_id"] == e.ad_id) & (h["ts"] >= t - pd.Timedelta(minutes=2)) & (h["ts"] <= t)].sort_values("ts")
+        pairs = [(pd.Timestamp(p[state.time_column], tz="UTC"), p["campaign"]) for p in r[f"{state.name}_range"]]
+        assert pairs == list(zip(want["ts"], want["campaign"])), f"event {e.event_id}"
+        assert c[f"{state.name}_count"] == len(want)
+    assert (got["c"].map(lambda c: c[f"{state.name}_count"]) >= 2).any()
+    with pytest.raises(Exception, match="rule 'range' needs a window"):
+        spark.sql(f"SELECT sharedstate_fetch('{state.name}', 'ad001', TIMESTAMP '1970-01-01 00:00:01', 'range')").collect()
+
+
+def test_sql_fetch_read_uncommitted_with_staleness(spark, loaded_state):
+    state, history = loaded_state
+    u = pd.Timestamp(state.progress()["update"])
+    t = (u + pd.Timedelta(seconds=5)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    sql = f"SELECT sharedstate_fetch('{state.name}', 'ad001', TIMESTAMP '{t}', 'latest', NULL, '{{}}') AS f"
+    with pytest.raises(Exception, match="not yet below the update progress"):
+        spark.sql(sql.format("1 second")).collect()
+    got = spark.sql(sql.format("10 seconds")).collect()[0]["f"]  # t - 10 s < U: answered from what is applied
+    h = history.assign(ts=pd.to_datetime(history["ts"], utc=True))
+    want = h[(h["ad_id"] == "ad001") & (h["ts"] < u)].sort_values("ts").tail(1)
+    assert got["campaign"] == want["campaign"].iloc[0]

@@ -7,7 +7,7 @@ import pandas as pd
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
-from streams import wait_until
+from streams import drained, wait_until
 
 
 def test_waiting_rows_are_emitted_by_batches_without_new_input(spark, workdir, state_name):
@@ -37,6 +37,15 @@ def test_waiting_rows_are_emitted_by_batches_without_new_input(spark, workdir, s
     got = spark.table(out).toPandas().sort_values("event_id")
     assert got["campaign"].tolist() == ["c1", "c2", "c3"]
     assert got[state.time_column].dt.second.tolist() == [5, 15, 25]
-    # The rows came out of micro-batches that read no input.
+    # The rows came out of micro-batches that read no events (only U's progress stream moved).
     released = [p for p in reader.recentProgress if p["sink"]["numOutputRows"] > 0]
-    assert released and all(p["numInputRows"] == 0 for p in released)
+    assert released
+    for p in released:
+        events_in = [s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]]
+        assert events_in == [0], p["sources"]
+    # and with nothing more to read and U still, the query is idle: processAllAvailable returns
+    drained(reader)
+    idle_batch = reader.lastProgress["batchId"]
+    import time
+    time.sleep(2)
+    assert reader.lastProgress["batchId"] == idle_batch, "no micro-batch runs while nothing changes"

@@ -266,6 +266,22 @@ final class State(val spec: StateSpec) {
     parts.map(_.sweep(maxEntriesPerPartition, horizon)).sum
   }
 
+  // ---- change stream ----
+
+  /**
+   * The applied pairs of partition `i` with from <= timestamp < until, in timestamp order. `until`
+   * must not pass U (only final pairs are read, so a range reads the same whenever it is read), and
+   * `from` must not be below F, since compaction may have dropped older pairs.
+   */
+  def changes(i: Int, from: Long, until: Long): Array[Change] = {
+    if (until > u) throw new SharedStateException(
+      s"Changes of State '${spec.name}' up to ${EventTime.show(until)} are not final yet (U=${EventTime.show(u)}).")
+    checkNotOvertaken(from)
+    val changes = ChangeScan.between(parts(i), from, until)
+    checkNotOvertaken(from) // F read after the scan: see checkNotOvertaken
+    changes
+  }
+
   // ---- durability ----
 
   /**

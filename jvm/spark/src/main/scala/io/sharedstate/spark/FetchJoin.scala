@@ -1,36 +1,80 @@
 package io.sharedstate.spark
 
-import org.apache.spark.sql.{DataFrame, Encoders, Row}
+import org.apache.spark.sql.{Column, DataFrame, Encoders, Row}
+import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
+import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
+import org.apache.spark.sql.types.{Metadata, TimestampType}
 
 /**
- * Fetch joins: enrich each event with the value of a State as of the event's time.
+ * Fetch joins: enrich each event with what a State holds as of the event's time.
  * {{{
- *   FetchJoin(events, "campaigns", Seq("ad_id"), "ts")   // latest, read-committed, left
+ *   FetchJoin(events, "campaigns", Seq("ad_id"), "ts")                            // latest, read-committed, left
+ *   FetchJoin(events, "clicks", Seq("user"), "ts", rule = "sum", window = "1 hour") // sum over [ts - 1 hour, ts]
  * }}}
- * The output is the events' columns, the State's value columns, and `<state>_time`, the timestamp
- * of the value used (null when the key had no value at that time, for how = "left").
+ * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]), whose
+ * zero-delay watermark makes the query's watermark follow U; waiting events sit in the operator's
+ * checkpointed state with an event-time timeout at their reply time, so they are answered in the
+ * micro-batch after U passes them, and no micro-batch runs unless events arrive or U moves.
+ * With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
+ * The output is the events' columns then the columns of the rule (see [[FetchJoinRule]]). Each join
+ * reports metrics in its query's progress (observed metrics named `sharedstate_fetch:<state>:...`):
+ * events answered, late events, pending fetches, the earliest waiting time, and fetch wait (ms).
+ * With `lateness`, events more than that behind the latest event seen are late (not fetched,
+ * counted), which lets the join advance the State's fetch progress F.
  */
 object FetchJoin {
-  val DefaultPollIntervalMs = 100L
 
   def apply(events: DataFrame, state: String, keys: Seq[String], time: String, rule: String = "latest",
-      mode: String = "committed", how: String = "left",
-      pollIntervalMs: Long = DefaultPollIntervalMs, staleness: String = null): DataFrame = {
-    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, pollIntervalMs, staleness)
-    val keyOf = new KeyColumns(spec.keyOrdinals)
-    events
-      .groupByKey(keyOf)(Encoders.row(spec.keySchema))
-      .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.ProcessingTimeTimeout())(
-        new FetchLatestFunction(spec, events.isStreaming))(Encoders.row(spec.waitingSchema), Encoders.row(spec.outputSchema))
+      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
+      continuous: Boolean = false, lateness: String = null): DataFrame = {
+    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, staleness, window)
+    val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(-1L)
+    if (continuous) {
+      if (!events.isStreaming) throw new io.sharedstate.core.SharedStateException(
+        "Fetch join: continuous = true needs a streaming DataFrame run with a continuous trigger.")
+      if (lateness != null) throw new io.sharedstate.core.SharedStateException(
+        "Fetch join: lateness applies to micro-batch fetch joins only; a continuous one holds F where it started.")
+      FetchProgressListener.ensure(events.sparkSession)
+      return ContinuousFetchJoin(events, spec)
+    }
+    val plan = events.queryExecution.analyzed
+    val sameKind = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros, 0).dropRight(1)
+    val name = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros,
+      plan.collect { case c: CollectMetrics if c.name.startsWith(sameKind) => c }.size)
+    val input = if (events.isStreaming) withProgressTicks(events, state) else events
+    val timeout = if (events.isStreaming) GroupStateTimeout.EventTimeTimeout() else GroupStateTimeout.NoTimeout()
+    val rows = input
+      .groupByKey(new KeyColumns(spec.keyOrdinals))(Encoders.row(spec.keySchema))
+      .flatMapGroupsWithState(OutputMode.Append(), timeout)(
+        new FetchJoinFunction(spec, events.isStreaming, name, latenessMicros >= 0))(
+        Encoders.row(spec.waitingSchema), Encoders.row(FetchJoinRows.schema(spec.outputSchema)))
       .toDF()
+    if (events.isStreaming) FetchProgressListener.ensure(events.sparkSession)
+    FetchJoinRows.finish(rows, name)
   }
 
   /** Entry point for Python: keys as a comma-separated list. */
   def join(events: DataFrame, state: String, keys: String, time: String, rule: String, mode: String,
-      how: String, pollIntervalMs: Long, staleness: String): DataFrame =
-    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how,
-      pollIntervalMs, staleness)
+      how: String, staleness: String, window: String, continuous: Boolean, lateness: String): DataFrame =
+    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness, window,
+      continuous, lateness)
+
+  // The events (their own watermarks kept for the query, but not on their columns, so Spark does
+  // not drop rows of ours behind them) and one row per U step, whose column carries the watermark.
+  private def withProgressTicks(events: DataFrame, state: String): DataFrame = {
+    val fields = events.schema.fields
+    val plainEvents = events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq :+
+      lit(null).cast(TimestampType).as(ProgressTicks.Column): _*)
+    val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
+      .option(ReadOptions.Table, ReadOptions.ProgressTable).load()
+      .withWatermark(ProgressTicks.Column, "0 seconds")
+    // ticks first: a union's columns carry its first input's metadata, where Spark looks for the watermark
+    ticks.select(fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq :+ col(ProgressTicks.Column): _*)
+      .union(plainEvents)
+  }
+
+  private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")
 }
 
 /** Picks the key columns out of an event row (the grouping key of the fetch join). */

@@ -2,45 +2,46 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.SharedStateException
 import io.sharedstate.core.fetch.ReadMode
+import io.sharedstate.core.row.ValueType
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.types.{ArrayType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{ArrayType, LongType, StructField, StructType}
 
-/** A validated fetch join: which State, how events bind to it, and the output schema. */
+/** A validated fetch join: which State, how events bind to it, what it reads, and the output schema. */
 final case class FetchJoinSpec(
     stateName: String,
     schemas: StateSchemas,
+    valueType: ValueType,
     eventSchema: StructType,
     keyOrdinals: Array[Int],
     timeOrdinal: Int,
     inner: Boolean,
     mode: ReadMode,
-    pollIntervalMs: Long) {
+    rule: FetchJoinRule) {
 
   def keySchema: StructType = StructType(keyOrdinals.map(eventSchema(_)))
 
-  def outputSchema: StructType = StructType(eventSchema.fields ++
-    schemas.value.fields.map(_.copy(nullable = true)) :+ StructField(schemas.timeColumn, TimestampType, nullable = true))
+  def outputSchema: StructType = StructType(eventSchema.fields ++ rule.addedColumns(schemas))
 
-  /** Operator state of one key: the events that wait for U to pass them. */
-  def waitingSchema: StructType = StructType(Seq(StructField("waiting", ArrayType(eventSchema, containsNull = false))))
+  /** Operator state of one key: the events that wait for U to pass them, and when each arrived (ms). */
+  def waitingSchema: StructType = StructType(Seq(
+    StructField("waiting", ArrayType(eventSchema, containsNull = false)),
+    StructField("arrivedMs", ArrayType(LongType, containsNull = false))))
 }
 
 object FetchJoinSpec {
-  val Rules = Seq("latest")
   val Modes = Seq("committed", "uncommitted")
   val Hows = Seq("left", "inner")
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
-      mode: String, how: String, pollIntervalMs: Long, staleness: String = null): FetchJoinSpec = {
+      mode: String, how: String, staleness: String, window: String): FetchJoinSpec = {
     val state = SharedStateRuntime.registry.get(stateName)
     val schemas = StateSchemas.of(state.spec)
-    oneOf("rule", rule, Rules)
     oneOf("mode", mode, Modes)
     oneOf("how", how, Hows)
-    if (pollIntervalMs < 1) throw new SharedStateException(s"pollInterval must be at least 1 ms, got $pollIntervalMs.")
+    val fetchRule = FetchJoinRule.parse(rule, window, schemas, state.valueType, state.spec.fetchRules)
     val keyOrdinals = StateSchemas.bindColumns(eventSchema, keys, schemas.key, "key", stateName)
     val timeOrdinal = StateSchemas.checkTimestamp(eventSchema, time, "time")
-    val added = schemas.value.fieldNames :+ schemas.timeColumn
+    val added = fetchRule.addedColumns(schemas).map(_.name)
     val caseSensitive = SparkSession.getActiveSession.exists(_.sessionState.conf.caseSensitiveAnalysis)
     val norm: String => String = if (caseSensitive) identity else _.toLowerCase
     val clashes = added.filter(a => eventSchema.fieldNames.exists(f => norm(f) == norm(a)))
@@ -48,8 +49,8 @@ object FetchJoinSpec {
       throw new SharedStateException(s"Fetch join with State '$stateName' would add column(s) " +
         s"${clashes.mkString(", ")}, which the events already have. Rename or drop them in the events first.")
     }
-    FetchJoinSpec(stateName, schemas, eventSchema, keyOrdinals, timeOrdinal, how.toLowerCase == "inner",
-      readMode(mode, staleness), pollIntervalMs)
+    FetchJoinSpec(stateName, schemas, state.valueType, eventSchema, keyOrdinals, timeOrdinal,
+      how.toLowerCase == "inner", readMode(mode, staleness), fetchRule)
   }
 
   /** committed, or uncommitted with a staleness interval (SSP: answered once t - staleness < U). */

@@ -7,29 +7,67 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.apache.spark.unsafe.types.UTF8String
 
-/** Options of a batch read: which table of the State, and as of when. */
-final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType)
+/**
+ * Options of a read: which table of the State and as of when (batch), or where a change stream
+ * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
+ */
+final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
+  /** Fails for options that only apply to streaming reads. */
+  def checkBatch(): Unit = {
+    if (startingOffsets != null) throw new SharedStateException(
+      s"Option '${ReadOptions.StartingOffsets}' applies to streaming reads (the change stream) only.")
+    if (table == ReadOptions.ProgressTable) throw new SharedStateException(
+      s"Table '${ReadOptions.ProgressTable}' is a stream of update progress; read it with readStream.")
+  }
+
+  /** Fails for options that only apply to batch reads. */
+  def checkStreaming(): Unit = {
+    if (table != ReadOptions.StateTable && table != ReadOptions.ProgressTable) throw new SharedStateException(
+      s"A streaming read of a State is its change stream; option '${ReadOptions.Table}' = '$table' applies to batch reads only.")
+    if (asOfMicros != EventTime.PlusInfinity) throw new SharedStateException(
+      s"Option '${ReadOptions.AsOf}' applies to batch reads only; a streaming read gives the changes in time order.")
+  }
+}
 
 object ReadOptions {
   val Table = "table"
   val AsOf = "asOf"
   val StateTable = "state"
   val RejectedTable = "rejected"
+  /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
+  val ProgressTable = "progress"
+  val StartingOffsets = "startingOffsets"
+  val Earliest = "earliest"
+  val Latest = "latest"
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets)
+
+  /** Every option of a scan must be known: a typo is an error, not a silent default. */
+  def checkKnown(options: CaseInsensitiveStringMap): Unit = {
+    import scala.jdk.CollectionConverters._
+    val unknown = options.keySet.asScala.filterNot(k => Known.exists(_.equalsIgnoreCase(k)))
+    if (unknown.nonEmpty) throw new SharedStateException(
+      s"Unknown read option(s) ${unknown.toSeq.sorted.mkString(", ")}; supported: ${Known.mkString(", ")}.")
+  }
 
   def parse(options: CaseInsensitiveStringMap, schemas: StateSchemas): ReadOptions = {
     val table = Option(options.get(Table)).map(_.trim.toLowerCase).getOrElse(StateTable)
+    val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
+    if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
+      s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
     table match {
       case StateTable =>
         ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
-          schemas.asOfSchema)
+          schemas.asOfSchema, starting)
       case RejectedTable =>
         if (options.containsKey(AsOf)) {
           throw new SharedStateException(s"Option '$AsOf' applies to table '$StateTable' only, not '$RejectedTable'.")
         }
-        ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas))
+        ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
+      case ProgressTable =>
+        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting)
       case other =>
-        throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default) " +
-          s"or '$RejectedTable' (late and rejected updates).")
+        throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
+          s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")
     }
   }
 

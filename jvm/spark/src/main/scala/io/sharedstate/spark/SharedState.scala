@@ -56,10 +56,15 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   def lateUpdates: DataFrame =
     spark.read.format("sharedstate").option("state", name).option(ReadOptions.Table, ReadOptions.RejectedTable).load()
 
+  /** The change stream (see [[ChangeMicroBatchStream]]): `earliest` or `latest`. */
+  def changes(startingOffsets: String = ReadOptions.Earliest): DataFrame =
+    spark.readStream.format("sharedstate").option("state", name).option(ReadOptions.StartingOffsets, startingOffsets).load()
+
   /** See [[FetchJoin]]. */
   def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",
-      mode: String = "committed", how: String = "left", staleness: String = null): DataFrame =
-    FetchJoin(events, name, keys, time, rule, mode, how, staleness = staleness)
+      mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
+      continuous: Boolean = false, lateness: String = null): DataFrame =
+    FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness)
 
   def drop(): Boolean = SharedStateRuntime.registry.drop(name)
 

@@ -24,7 +24,7 @@ object SharedStateApi {
 
   def list(): Array[String] = SharedStateRuntime.registry.names.toArray
 
-  /** U, per-writer progress and sizes. Times are microseconds; null stands for -/+ infinity. */
+  /** U, F, per-writer and per-reader progress and sizes. Times are microseconds; null stands for -/+ infinity. */
   def progress(name: String): String = {
     val m = SharedStateRuntime.registry.get(name).metrics
     json.writeValueAsString(Map[String, Any](
@@ -32,6 +32,12 @@ object SharedStateApi {
       "update" -> micros(m.updateProgress),
       "update_is" -> infinity(m.updateProgress),
       "writers" -> m.writers.map { case (w, p) => w -> micros(p) }.asJava,
+      "fetch" -> micros(m.fetchProgress),
+      "fetch_is" -> infinity(m.fetchProgress),
+      "readers" -> m.readers.map { case (r, p) => r -> micros(p) }.asJava,
+      "pairs" -> m.pairs,
+      "pairs_compacted" -> m.pairsCompacted,
+      "pending_fetches" -> m.pendingFetches,
       "keys" -> m.keys,
       "bytes" -> m.bytesHeld,
       "updates_applied" -> m.updatesApplied,

@@ -1,30 +1,40 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.fetch.ReadMode
 import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
-import org.apache.spark.sql.types.{DataType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
 
 /**
- * `sharedstate_fetch(state, key, time)`: the read-committed `latest` value of a State at `time`, as
- * a struct of the State's value columns and `<state>_time`; null when the key had no value then.
- * A time not yet below U is an error: SQL has no way to wait, so it never returns a value that
- * could still change (streams that must wait use fetch_join). A composite key is passed as a
- * struct of the key columns, in the State's key order.
+ * `sharedstate_fetch(state, key, time [, rule [, window [, staleness]]])`: what a State answers for
+ * `key` at `time`, as a struct of the columns a fetch join with the same rule adds (`latest`, the
+ * default: the value columns and `<state>_time`; `range`: `<state>_range`; aggregates: their result
+ * columns); null when the key had nothing. Read-committed unless a staleness is given. A time whose
+ * answer is not final yet is an error: SQL has no way to wait, so it never returns a value that
+ * could still change (streams that must wait use fetch_join). A composite key is passed as a struct
+ * of the key columns, in the State's key order.
  */
-final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression)
+final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
+    rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed)
   extends BinaryExpression with CodegenFallback {
 
-  @transient private lazy val schemas = StateSchemas.of(SharedStateRuntime.registry.get(stateName).spec)
+  @transient private lazy val state = SharedStateRuntime.registry.get(stateName)
+  @transient private lazy val schemas = StateSchemas.of(state.spec)
+  @transient private lazy val resultType = StructType(rule.addedColumns(schemas))
+  @transient private lazy val cells = new FetchAnswerCells(
+    FetchJoinSpec(stateName, schemas, state.valueType, new StructType(), Array.empty, -1, inner = false, mode, rule))
+  @transient private lazy val toInternal = ExpressionEncoder(resultType).createSerializer()
 
   override def left: Expression = key
   override def right: Expression = time
   override def nullable: Boolean = true
-  override def prettyName: String = "sharedstate_fetch"
+  override def prettyName: String = SharedStateFetchExpression.Name
 
-  override def dataType: DataType = StructType(
-    schemas.value.fields.map(_.copy(nullable = true)) :+ StructField(schemas.timeColumn, TimestampType))
+  override def dataType: DataType = resultType
 
   override def checkInputDataTypes(): org.apache.spark.sql.catalyst.analysis.TypeCheckResult = {
     import org.apache.spark.sql.catalyst.analysis.TypeCheckResult._
@@ -46,16 +56,17 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     if (key.eval(input) == null) return null
     val t = time.eval(input)
     if (t == null) return null
-    val state = SharedStateRuntime.registry.get(stateName)
+    val micros = t.asInstanceOf[Long]
     val k = new Key(keyProjection(input).copy().getBytes)
-    state.fetchLatest(k, t.asInstanceOf[Long]) match {
-      case FetchAnswer.Absent => null
-      case FetchAnswer.Found(at, bytes) =>
-        InternalRow.fromSeq(StoredRows.wrap(bytes, schemas.value.length).toSeq(schemas.value) :+ at)
+    state.fetch(rule.request(k, micros, mode, state.valueType)) match {
       case FetchAnswer.NotYet =>
-        throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(t.asInstanceOf[Long])}): " +
+        throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(micros)}): " +
           s"that time is not yet below the update progress of the State (U=${EventTime.show(state.updateProgress)}), " +
           "so the answer is not final. Ask for an earlier time, or use fetch_join on a stream, whose rows wait for U.")
+      case answer =>
+        val c = cells(answer, DateTimeUtils.toJavaTimestamp(micros))
+        if (!c.matched && answer == FetchAnswer.Absent) null
+        else toInternal(org.apache.spark.sql.Row.fromSeq(c.values)).copy()
     }
   }
 
@@ -66,16 +77,25 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
 object SharedStateFetchExpression {
   val Name = "sharedstate_fetch"
 
-  /** Builds the expression from SQL arguments: a literal State name, a key, a time. */
+  /** Builds the expression from SQL arguments: a State name literal, a key, a time, then optional literals. */
   def build(args: Seq[Expression]): Expression = {
-    if (args.length != 3) {
-      throw new SharedStateException(s"$Name takes 3 arguments (state name, key, time); got ${args.length}.")
+    if (args.length < 3 || args.length > 6) {
+      throw new SharedStateException(s"$Name takes 3 to 6 arguments (state name, key, time[, rule[, window[, staleness]]]); " +
+        s"got ${args.length}.")
     }
-    val name = args.head match {
-      case e if e.foldable && e.dataType.typeName == "string" && e.eval() != null => e.eval().toString
-      case other => throw new SharedStateException(s"$Name: the first argument must be a State name literal; got ${other.sql}.")
-    }
-    SharedStateRuntime.registry.get(name) // unknown States fail at analysis
-    SharedStateFetchExpression(name, args(1), args(2))
+    val name = literal(args.head, "the first argument (State name)").getOrElse(
+      throw new SharedStateException(s"$Name: the first argument must be a State name literal; got null."))
+    val state = SharedStateRuntime.registry.get(name) // unknown States fail at analysis
+    val schemas = StateSchemas.of(state.spec)
+    val ruleName = args.lift(3).flatMap(literal(_, "the rule")).getOrElse("latest")
+    val window = args.lift(4).flatMap(literal(_, "the window")).orNull
+    val rule = FetchJoinRule.parse(ruleName, window, schemas, state.valueType, state.spec.fetchRules)
+    val mode = args.lift(5).flatMap(literal(_, "the staleness"))
+      .map(s => ReadMode.Uncommitted(Intervals.parseMicros("staleness", s))).getOrElse(ReadMode.Committed)
+    SharedStateFetchExpression(name, args(1), args(2), rule, mode)
   }
+
+  private def literal(e: Expression, what: String): Option[String] =
+    if (e.foldable && (e.dataType.typeName == "string" || e.dataType.typeName == "void")) Option(e.eval()).map(_.toString)
+    else throw new SharedStateException(s"$Name: $what must be a string literal; got ${e.sql}.")
 }

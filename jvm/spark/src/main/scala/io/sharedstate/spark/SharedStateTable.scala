@@ -31,6 +31,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
 
   override def capabilities(): util.Set[TableCapability] = Set(
     TableCapability.STREAMING_WRITE, TableCapability.BATCH_WRITE, TableCapability.BATCH_READ,
+    TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ,
     TableCapability.ACCEPT_ANY_SCHEMA).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
@@ -46,8 +47,10 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
     }
   }
 
-  override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder =
+  override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
+    ReadOptions.checkKnown(scanOptions)
     new StateScanBuilder(state, schemas, ReadOptions.parse(scanOptions, schemas))
+  }
 
   /** Driver-side numbers for the query's progress (sink metrics): known only once an epoch commits. */
   override def metrics(): util.Map[String, String] = {
@@ -57,6 +60,10 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
       "updateProgress" -> EventTime.show(m.updateProgress),
       "updatesApplied" -> m.updatesApplied.toString,
       "updatesWaiting" -> m.updatesStaged.toString,
+      "updatesLate" -> m.updatesRejected.toString,
+      "fetchProgress" -> EventTime.show(m.fetchProgress),
+      "pendingFetches" -> m.pendingFetches.toString,
+      "pairsCompacted" -> m.pairsCompacted.toString,
       "stateKeys" -> m.keys.toString,
       "stateBytes" -> m.bytesHeld.toString) ++
       own.map { case (accepted, rejected) =>

@@ -3,6 +3,7 @@ package io.sharedstate.spark
 import io.sharedstate.core.State
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.types.StructType
 
 /** One input partition per State partition (the rejected table is read as one partition). */
@@ -12,7 +13,18 @@ final class StateScanBuilder(state: State, schemas: StateSchemas, read: ReadOpti
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
-    override def toBatch: Batch = this
+    override def toBatch: Batch = { read.checkBatch(); this }
+    override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+      read.checkStreaming()
+      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state)
+      else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
+    }
+    override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
+      read.checkStreaming()
+      if (read.table == ReadOptions.ProgressTable) throw new io.sharedstate.core.SharedStateException(
+        s"Table '${ReadOptions.ProgressTable}' is read in micro-batch mode only.")
+      new ChangeContinuousStream(state, schemas, read.startingOffsets, checkpointLocation)
+    }
     override def planInputPartitions(): Array[InputPartition] =
       if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read))
       else Array.tabulate[InputPartition](state.partitionCount)(i => StateInputPartition(state.name, i, read))

@@ -1,0 +1,95 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{FetchAnswer, Key, State}
+import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{DataFrame, Encoders, Row}
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+
+/**
+ * The fetch join for continuous-mode queries, where Spark runs no stateful operators: each event
+ * becomes an asynchronous fetch in the State's pending queue, answered on the thread that advances
+ * U. Within an epoch, answers that are ready are emitted before the next event is read (replies
+ * first); an epoch ends only once every fetch it issued is answered, so an acknowledged epoch has
+ * emitted all its events and a restart from the last epoch loses none.
+ */
+object ContinuousFetchJoin {
+  def apply(events: DataFrame, spec: FetchJoinSpec): DataFrame =
+    events.mapPartitions(new ContinuousFetchFunction(spec))(Encoders.row(spec.outputSchema))
+}
+
+final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] => Iterator[Row]) with Serializable {
+  @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
+  @transient private lazy val cells = new FetchAnswerCells(spec)
+
+  override def apply(events: Iterator[Row]): Iterator[Row] = {
+    val state = SharedStateRuntime.registry.get(spec.stateName)
+    ContinuousFetchReaders.ensure(state)
+    new AnswerIterator(state, events)
+  }
+
+  private final class AnswerIterator(state: State, events: Iterator[Row]) extends Iterator[Row] {
+    private val ready = new LinkedBlockingQueue[Either[Throwable, Row]]()
+    private var outstanding = 0
+    private var nextRow: Row = _
+
+    override def hasNext: Boolean = {
+      while (nextRow == null) {
+        val done = ready.poll()
+        if (done != null) take(done)
+        else if (events.hasNext) issue(events.next())
+        else if (outstanding == 0) return false
+        else Option(ready.poll(100, TimeUnit.MILLISECONDS)).foreach(take)
+      }
+      true
+    }
+
+    override def next(): Row = {
+      if (!hasNext) throw new NoSuchElementException
+      val r = nextRow
+      nextRow = null
+      r
+    }
+
+    private def take(done: Either[Throwable, Row]): Unit = {
+      outstanding -= 1
+      done match {
+        case Left(e) => throw e
+        case Right(row) => nextRow = row // null: an inner join dropped the event
+      }
+    }
+
+    private def issue(event: Row): Unit = {
+      val key = Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))
+      val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
+      val timeValue = event.get(spec.timeOrdinal)
+      outstanding += 1
+      state.fetchAsync(spec.rule.request(k, EventTimes.micros(timeValue), spec.mode, spec.valueType)).whenComplete {
+        (answer: FetchAnswer, error: Throwable) =>
+          if (error != null) ready.add(Left(error))
+          else {
+            val c = cells(answer, timeValue)
+            ready.add(Right(if (c.matched || !spec.inner) Row.fromSeq(event.toSeq ++ c.values) else null))
+          }
+      }
+    }
+  }
+}
+
+/**
+ * A continuous fetch join is a reader of its State (it holds F where it was when the query started,
+ * since continuous queries have no watermark), registered by the first task of the query on each
+ * JVM and removed by [[FetchProgressListener]] when the query stops.
+ */
+object ContinuousFetchReaders {
+  val Prefix = "continuous-fetch-join:"
+
+  def ensure(state: State): Unit = {
+    val query = Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
+    query.foreach { id =>
+      val reader = s"$Prefix$id"
+      state.synchronized { if (state.readerProgress(reader).isEmpty) state.registerReader(reader) }
+    }
+  }
+}

@@ -1,0 +1,79 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.streaming.GroupState
+import scala.collection.mutable.ArrayBuffer
+
+/**
+ * The per-key step of a fetch join. Events not yet answerable (read-committed: time not below U;
+ * read-uncommitted: time - staleness not below U) stay in the key's checkpointed operator state
+ * with an event-time timeout at the earliest of their reply times; the query's watermark follows U
+ * (see [[FetchJoin]]), so the key comes back in the micro-batch after U passes them, with or without
+ * new input. No task ever waits for U.
+ *
+ * Besides answers it emits bookkeeping rows that the join observes and then filters out (see
+ * [[FetchJoinRows]]): late events (with a lateness: their fetch would read below the join's own
+ * fetch progress F), and one row per key still waiting, with how many wait and the earliest time.
+ */
+final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsName: String, reportsProgress: Boolean)
+  extends ((Row, Iterator[Row], GroupState[Row]) => Iterator[Row]) with Serializable {
+
+  @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
+  @transient private lazy val cells = new FetchAnswerCells(spec)
+  // This join's own F, fixed during a micro-batch (the driver reports it between batches).
+  @transient private lazy val ownProgress: Long =
+    if (!streaming || !reportsProgress) EventTime.MinusInfinity
+    else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
+      .flatMap(q => SharedStateRuntime.registry.get(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
+      .getOrElse(EventTime.MinusInfinity)
+  private val width = spec.eventSchema.length
+
+  override def apply(key: Row, rows: Iterator[Row], group: GroupState[Row]): Iterator[Row] = {
+    val events = if (streaming) rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width))) else rows
+    if (streaming && !group.exists && !events.hasNext) return Iterator.empty // the progress ticks' own group
+    val state = SharedStateRuntime.registry.get(spec.stateName)
+    val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
+    val now = System.currentTimeMillis()
+    val waiting: Iterator[(Row, Long)] =
+      if (group.exists) group.get.getSeq[Row](0).iterator.zip(group.get.getSeq[Long](1).iterator) else Iterator.empty
+    val out = ArrayBuffer.empty[Row]
+    val still = ArrayBuffer.empty[Row]
+    val stillArrived = ArrayBuffer.empty[Long]
+    var minReply = Long.MaxValue
+    def consider(event: Row, t: Long, arrivedMs: Long): Unit = {
+      val timeValue = event.get(spec.timeOrdinal)
+      val request = spec.rule.request(k, t, spec.mode, spec.valueType)
+      state.fetch(request) match {
+        case FetchAnswer.NotYet =>
+          still += event; stillArrived += arrivedMs; minReply = math.min(minReply, request.replyTime)
+        case answer =>
+          val c = cells(answer, timeValue)
+          if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
+      }
+    }
+    waiting.foreach { case (event, arrived) => consider(event, EventTimes.micros(event.get(spec.timeOrdinal)), arrived) }
+    events.foreach { event =>
+      val t = EventTimes.micros(event.get(spec.timeOrdinal))
+      if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
+      else consider(event, t, now)
+    }
+    if (still.isEmpty) {
+      if (group.exists) group.remove()
+    } else if (!streaming) {
+      throw new SharedStateException(s"Fetch join on a batch DataFrame: ${still.size} event(s) are not yet " +
+        s"answerable from State '${spec.stateName}' (U=${EventTime.show(state.updateProgress)}), so a " +
+        "read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U.")
+    } else {
+      group.update(Row(still.toSeq, stillArrived.toSeq))
+      // Fires once the watermark (U, in ms) is past the earliest reply time, i.e. once U > it.
+      group.setTimeoutTimestamp(math.max(1L, Math.floorDiv(minReply, 1000L)))
+      val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
+      out += FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max)
+    }
+    out.iterator
+  }
+}

@@ -1,0 +1,106 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.EventTime
+import java.time.Instant
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.streaming.StreamingQueryListener
+import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryIdleEvent, QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent}
+import scala.util.Try
+
+/**
+ * The fetch side's progress F. Each fetch join of a streaming query is a reader of its State,
+ * registered when the query starts (Spark posts that event before the first batch) and removed when
+ * it stops; the reader id is the query id, stable across restarts from a checkpoint, plus the join.
+ * A join with a lateness reports, after every batch, F = min(latest event time seen - lateness,
+ * earliest event still waiting, the batch's watermark) - window. No later fetch of the query reads
+ * below it: events that would are counted as late and not fetched; an event still waiting in a key
+ * the batch did not touch has a reply time at or after the watermark (its timeout has not fired),
+ * and waiting events of touched keys are in the batch's metrics. Compaction may then drop what is
+ * older. A join without a lateness never advances its F, which keeps every version of the State.
+ */
+final class FetchProgressListener extends StreamingQueryListener with Logging {
+  import FetchProgressListener.Reader
+
+  private val readers = new ConcurrentHashMap[UUID, Seq[Reader]]()
+
+  override def onQueryStarted(event: QueryStartedEvent): Unit = {
+    val query = SparkSession.active.streams.get(event.id) match {
+      case q: StreamingQueryWrapper => Some(q.streamingQuery)
+      case _ => None
+    }
+    val joins = query.map(q => FetchProgressListener.joinsIn(q.analyzedPlan)).getOrElse(Nil)
+    if (joins.nonEmpty) {
+      val registered = joins.map { case (name, state, window, lateness) =>
+        val reader = Reader(FetchProgressListener.readerId(event.id.toString, name), name, state, window, lateness)
+        val s = SharedStateRuntime.registry.get(state)
+        if (s.readerProgress(reader.id).isEmpty) s.registerReader(reader.id)
+        reader
+      }
+      readers.put(event.id, registered)
+    }
+  }
+
+  override def onQueryProgress(event: QueryProgressEvent): Unit = {
+    val own = readers.get(event.progress.id)
+    if (own != null) {
+      val watermark = Option(event.progress.eventTime.get("watermark")).flatMap(w => Try(Instant.parse(w)).toOption)
+        .map(w => Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000)
+      own.filter(_.latenessMicros >= 0).foreach { reader =>
+        val metrics = Option(event.progress.observedMetrics.get(reader.metricsName))
+        def metric(name: String): Option[Long] = metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
+        metric("maxEventMicros").foreach(m => reader.maxSeen.accumulateAndGet(m, math.max))
+        val seen = reader.maxSeen.get
+        if (seen != Long.MinValue) {
+          val bound = Seq(Some(seen - reader.latenessMicros), metric("minWaitingMicros"), watermark).flatten.min
+          report(reader, bound - reader.windowMicros)
+        }
+      }
+    }
+  }
+
+  override def onQueryIdle(event: QueryIdleEvent): Unit = ()
+
+  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
+    val own = readers.remove(event.id)
+    if (own != null) own.foreach(r => Try(SharedStateRuntime.registry.get(r.state).deregisterReader(r.id)))
+    val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
+    SharedStateRuntime.registry.names.foreach { name =>
+      Try(SharedStateRuntime.registry.get(name)).foreach { s => if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader) }
+    }
+  }
+
+  // F never goes back: a lower bound than the reader's current progress (after a restart) is skipped.
+  private def report(reader: Reader, progress: Long): Unit = {
+    val state = SharedStateRuntime.registry.get(reader.state)
+    val current = state.readerProgress(reader.id).getOrElse(EventTime.MinusInfinity)
+    if (progress > current) {
+      state.reportFetchProgress(reader.id, progress)
+      logDebug(s"State ${reader.state}: reader ${reader.id} F=${EventTime.show(progress)}")
+    }
+  }
+}
+
+object FetchProgressListener {
+  private final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long, latenessMicros: Long) {
+    val maxSeen = new java.util.concurrent.atomic.AtomicLong(Long.MinValue)
+  }
+
+  private val sessions = java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+
+  def readerId(queryId: String, metricsName: String): String = s"fetch-join:$queryId:$metricsName"
+
+  /** Adds the listener to `spark`'s query manager once. */
+  def ensure(spark: SparkSession): Unit = sessions.synchronized {
+    if (sessions.add(spark)) spark.streams.addListener(new FetchProgressListener)
+  }
+
+  /** (metrics name, state, window, lateness) of every fetch join in a query's plan. */
+  def joinsIn(plan: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan): Seq[(String, String, Long, Long)] =
+    plan.collect { case c: CollectMetrics => c.name }
+      .flatMap(n => FetchJoinRows.parseMetricsName(n).map { case (s, w, l) => (n, s, w, l) })
+}

@@ -1,0 +1,145 @@
+"""Range and range-aggregate fetch joins, and the fetch side's progress F and metrics, on randomised
+out-of-order input, checked against an offline computation over the whole accepted update history."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import sharedstate as ss
+from sharedstate.demos.adcamp_data import EVENT_SCHEMA, accepted_updates, make_workload, write_batches
+from streams import drained, wait_until
+
+WINDOW_S = 90
+NUMERIC_UPDATES = "ad_id STRING, ts TIMESTAMP, v BIGINT"
+
+
+def _numeric(frame: pd.DataFrame) -> pd.DataFrame:
+    """AdCamp updates with a number instead of a campaign name ("camp5" -> 5, the end marker -> 0)."""
+    out = frame.copy()
+    out["v"] = out.pop("campaign").map(lambda c: int(c[4:]) if c.startswith("camp") else 0).astype("int64")
+    return out
+
+
+def _expected(work, rule: str) -> pd.DataFrame:
+    history = _numeric(accepted_updates(work))
+    history["ts"] = pd.to_datetime(history["ts"], utc=True)
+    by_key = {k: g.sort_values("ts") for k, g in history.groupby("ad_id")}
+    window = pd.Timedelta(seconds=WINDOW_S)
+    rows = []
+    for e in work.events.itertuples():
+        t = pd.Timestamp(e.ts)
+        g = by_key.get(e.ad_id)
+        hit = g[(g["ts"] >= t - window) & (g["ts"] <= t)] if g is not None else None
+        pairs = [] if hit is None else list(zip(hit["ts"], hit["v"]))
+        value = {"range": pairs, "sum": sum(v for _, v in pairs) if pairs else None, "count": len(pairs)}[rule]
+        rows.append((e.event_id, value))
+    out = pd.DataFrame({"event_id": [r[0] for r in rows], "value": pd.Series([r[1] for r in rows], dtype=object)})
+    return out.sort_values("event_id").reset_index(drop=True)
+
+
+def _ints(column: pd.Series) -> list:
+    """Nullable numbers as Python ints and None (pandas turns an int column with nulls into floats)."""
+    return [None if pd.isna(x) else int(x) for x in column]
+
+
+def _start(spark, workdir, state_name, seed: int, rule: str, how: str, lateness: str | None = None):
+    work = make_workload(seed, events=400)
+    write_batches(workdir / "updates", [_numeric(b) for b in work.update_batches])
+    write_batches(workdir / "events", work.event_batches)
+    ss.State.create(spark, state_name, key="ad_id STRING", value="v BIGINT", partitions=3)
+    events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
+    joined = ss.fetch_join(events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how,
+                           lateness=lateness)
+    out_name = f"out_{state_name}"
+    reader = (joined.writeStream.format("memory").queryName(out_name).outputMode("append")
+              .option("checkpointLocation", str(workdir / "ck-events"))
+              .trigger(processingTime="300 milliseconds").start())
+    # updates start once events are flowing, so events wait for U in checkpointed state
+    wait_until(lambda: reader.lastProgress is not None, timeout=60, what="the fetch-join query's first batch")
+    updates = spark.readStream.schema(NUMERIC_UPDATES).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
+    writer = (updates.writeStream.format("sharedstate")
+              .option("state", state_name).option("key", "ad_id").option("time", "ts").option("value", "v")
+              .option("lateness", "20 seconds").option("checkpointLocation", str(workdir / "ck-updates"))
+              .trigger(processingTime="300 milliseconds").start())
+    return work, writer, reader, out_name
+
+
+def _collect(spark, writer, reader, out_name: str, expected_rows: int, seen: list | None = None) -> pd.DataFrame:
+    """Waits for `expected_rows` output rows and three more batches; `seen` gets each batch's progress."""
+    def done() -> bool:
+        for q in (writer, reader):
+            if q.exception() is not None:
+                raise AssertionError(f"query failed: {q.exception()}")
+        if seen is not None:
+            for p in reader.recentProgress:
+                if p["batchId"] not in {s["batchId"] for s in seen}:
+                    seen.append(p)
+        return spark.table(out_name).count() >= expected_rows
+
+    wait_until(done, timeout=300, interval=0.2, what=f"{expected_rows} fetch-join rows")
+    # once the input is processed and U stops, the query goes idle (no batches back to back)
+    drained(writer)
+    drained(reader)
+    done()
+    return spark.table(out_name).toPandas()
+
+
+@pytest.mark.parametrize("rule,column", [("range", "range"), ("sum", "sum_v"), ("count", "count")])
+def test_range_and_aggregate_fetch_joins_equal_offline_computation(spark, workdir, state_name, rule, column):
+    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=5, rule=rule, how="left")
+    expected = _expected(work, rule)
+    got = _collect(spark, writer, reader, out_name, len(expected))
+    assert got["event_id"].is_unique and len(got) == len(expected)
+    got = got.sort_values("event_id").reset_index(drop=True)
+    if rule == "range":
+        values = got[f"{state_name}_range"].map(
+            lambda pairs: [(pd.Timestamp(p[f"{state_name}_time"], tz="UTC"), p["v"]) for p in pairs])
+    elif rule == "count":
+        values = got[f"{state_name}_count"]
+    else:
+        values = _ints(got[column])
+    mismatched = [(i, a, b) for i, a, b in zip(got["event_id"], values, expected["value"]) if a != b]
+    assert not mismatched, f"{len(mismatched)} rows differ, first: {mismatched[:3]}"
+    # the input exercised the window: empty ranges and ranges of several pairs both occur
+    sizes = expected["value"].map(len) if rule == "range" else None
+    if sizes is not None:
+        assert (sizes == 0).any() and (sizes >= 2).any()
+
+
+def test_inner_count_drops_events_with_an_empty_range(spark, workdir, state_name):
+    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=8, rule="count", how="inner")
+    expected = _expected(work, "count")
+    expected = expected[expected["value"] > 0].reset_index(drop=True)
+    got = _collect(spark, writer, reader, out_name, len(expected)).sort_values("event_id").reset_index(drop=True)
+    assert list(got["event_id"]) == list(expected["event_id"])
+    assert list(got[f"{state_name}_count"]) == list(expected["value"])
+
+
+def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_name):
+    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=9, rule="sum", how="left", lateness="30 seconds")
+    expected = _expected(work, "sum")
+    seen: list = []
+    got = _collect(spark, writer, reader, out_name, len(expected), seen).sort_values("event_id").reset_index(drop=True)
+    # events arrive at most 20 s out of order and the lateness is 30 s: none is late
+    assert list(got["event_id"]) == list(expected["event_id"]) and _ints(got["sum_v"]) == list(expected["value"])
+
+    name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:{30 * 1_000_000}:0"
+    metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
+    assert metrics, "the join's metrics are in the query's progress"
+    assert sum(m["lateEvents"] for m in metrics) == 0
+    assert max(m["eventsLeftWaiting"] for m in metrics) > 0, f"events waited for U in some batch: {metrics}"
+    assert max(m["fetchWaitMsMax"] or 0 for m in metrics) > 0
+    assert reader.lastProgress["stateOperators"][0]["numRowsTotal"] == 0  # no key waits at the end
+    # F = min(latest event - lateness, earliest waiting event, watermark) - window, after each batch
+    latest = pd.Timestamp(max(work.events["ts"]))
+    progress = ss.State.get(spark, state_name).progress()
+    f = pd.Timestamp(progress["fetch"])
+    assert f <= latest - pd.Timedelta(seconds=30 + WINDOW_S)
+    assert f > pd.Timestamp(0, tz="UTC") + pd.Timedelta(seconds=60), "F advanced with the events"
+    readers = [r for r in progress["readers"] if str(reader.id) in r]
+    assert len(readers) == 1
+    reader.stop()
+    writer.stop()
+    wait_until(lambda: not any(str(reader.id) in r for r in ss.State.get(spark, state_name).progress()["readers"]),
+               timeout=10, what="the stopped query's reader to be removed")

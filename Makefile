@@ -58,7 +58,7 @@ system-deps:
 	  else echo "Please install:$$need (Debian packages)" >&2; exit 1; fi; \
 	fi
 
-# The AdCamp benchmark (benchmarks/adcamp, ~40 min on 2 cores): Debian's redis-server and the
+# The AdCamp benchmark (benchmarks/adcamp, ~25 min on 2 cores): Debian's redis-server and the
 # `bench` extra, the jar, then the full run. BENCH_ARGS adds options (e.g. --quick).
 BENCH_OUT ?= benchmarks/results/adcamp
 BENCH_ARGS ?=

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +27,10 @@ class Settings:
     lag_cap_s: float  # abort a point once views older than this are still not in the sink
     startup_cap_s: float  # abort a point that writes nothing for this long
     redis_port: int | None
-    log: callable = print
+    log: Callable[[str], None] = print
 
 
-_points = iter(range(1_000_000))
+_points = itertools.count()  # point ids: State, query and directory names
 
 
 def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, settings: Settings) -> PointResult:

@@ -154,12 +154,11 @@ def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at:
     ids = rows.event_id
     unique, first = np.unique(ids, return_index=True)
     duplicates = int(len(ids) - len(unique))
-    in_range = unique[(unique >= 0) & (unique < n)]
-    missing = int(n - len(in_range))
-    take = first[(unique >= 0) & (unique < n)]
-    wrong = int(np.count_nonzero((rows.campaign[take] != exp.campaign[in_range]) |
-                                 (rows.campaign_time[take] != exp.campaign_time[in_range])))
-    wrong += int(len(unique) - len(in_range)) + extra  # ids that were never fed
+    missing = int(n - len(unique))
+    take = first
+    wrong = int(np.count_nonzero((rows.campaign[take] != exp.campaign[unique]) |
+                                 (rows.campaign_time[take] != exp.campaign_time[unique])))
+    wrong += extra  # rows for ids that were never fed
     # Missing rows are wrong only when the run was given its full time (an aborted point is just slow).
     correct = duplicates == 0 and wrong == 0 and (missing == 0 or aborted)
 

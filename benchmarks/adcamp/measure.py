@@ -178,12 +178,15 @@ def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at:
         q4 = latency[rel >= span * 0.75]
         if len(q2) and len(q4):
             growth = float(np.median(q4) - np.median(q2)) * 1000
-        # Output rate of the steady part's views: their count over the time between the first and the
-        # last of them becoming visible (a method that keeps up spreads them over ~0.75 of the span
-        # whatever its latency; one that falls behind stretches them out).
+        # Output rate of the steady part's views: the middle 80 % of them over the time between their
+        # 10th and 90th percentile of becoming visible. A method that keeps up spreads them over ~0.8
+        # of the time they took to arrive, whatever its latency (percentiles, not the first and last
+        # view, so the spread of latencies does not count as slowness); one that falls behind
+        # stretches them out.
         vis = rows.visible[take][rel >= span * 0.25]
-        if len(vis) > 1:
-            rate = float(len(vis) / max(vis.max() - vis.min(), shape.slot_s))
+        if len(vis) > 10:
+            lo, hi = np.percentile(vis, [10, 90])
+            rate = float(0.8 * len(vis) / max(hi - lo, shape.slot_s))
 
     growth_limit_ms = 500 + (0.25 * p50 if p50 else 0)
     reasons = []

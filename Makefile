@@ -18,8 +18,9 @@ PYTEST_ARGS ?=
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
 
-# Every JVM and Python test, slow integration tests included (CI runs exactly this).
-test: system-deps venv
+# Every JVM and Python test, slow integration tests included (CI runs exactly this); bench-deps
+# brings redis-server, which the AdCamp benchmark smoke test needs.
+test: system-deps venv bench-deps
 	bin/sbt "test; spark/assembly; spark/publishM2" < /dev/null
 	$(MAKE) --no-print-directory package-jar
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -13,13 +13,14 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast jar package-jar venv system-deps clean
+.PHONY: demo test test-fast jar package-jar venv system-deps bench-deps bench-adcamp clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
 
-# Every JVM and Python test, slow integration tests included (CI runs exactly this).
-test: system-deps venv
+# Every JVM and Python test, slow integration tests included (CI runs exactly this); bench-deps
+# brings redis-server, which the AdCamp benchmark smoke test needs.
+test: system-deps venv bench-deps
 	bin/sbt "test; spark/assembly; spark/publishM2" < /dev/null
 	$(MAKE) --no-print-directory package-jar
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -57,6 +58,20 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$need; \
 	  else echo "Please install:$$need (Debian packages)" >&2; exit 1; fi; \
 	fi
+
+# The AdCamp benchmark (benchmarks/adcamp, ~25 min on 2 cores): Debian's redis-server and the
+# `bench` extra, the jar, then the full run. BENCH_ARGS adds options (e.g. --quick).
+BENCH_OUT ?= benchmarks/results/adcamp
+BENCH_ARGS ?=
+bench-adcamp: jar bench-deps
+	$(PY) benchmarks/adcamp/run.py --out $(BENCH_OUT) $(BENCH_ARGS)
+
+bench-deps: venv
+	@if ! command -v redis-server >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; \
+	  else echo "Please install: redis-server (Debian package)" >&2; exit 1; fi; \
+	fi
+	$(PY) -m pip install -q -e ".[dev,bench]"
 
 clean:
 	bin/sbt clean < /dev/null

@@ -9,6 +9,8 @@ from pyspark.sql import SparkSession
 
 from sharedstate._jars import DELTA_COORDINATE, SPARK_PROVIDED_EXCLUDES, conf_file, plugin_jar
 
+PLUGIN_CLASS = "io.sharedstate.spark.distributed.SharedStatePlugin"
+
 
 def _defaults() -> dict[str, str]:
     path = conf_file("spark-defaults.conf")
@@ -29,7 +31,7 @@ def _append(existing: str | None, item: str) -> str:
 
 
 def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builder:
-    """Adds the sharedstate jar, Delta, and the local defaults of conf/ to a builder.
+    """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder.
 
     Settings passed here win over the defaults. Call before the first ``getOrCreate()`` of the
     process: jars are fixed when the JVM starts.
@@ -41,6 +43,8 @@ def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builde
     if "spark.jars.excludes" not in existing:
         settings["spark.jars.excludes"] = SPARK_PROVIDED_EXCLUDES
     # (the plugin's own session extensions load from the jar through ServiceLoader)
+    # The plugin starts the State coordinator with the driver and a State host with every executor.
+    settings["spark.plugins"] = _append(existing.get("spark.plugins"), PLUGIN_CLASS)
     settings["spark.sql.extensions"] = _append(
         existing.get("spark.sql.extensions"), "io.delta.sql.DeltaSparkSessionExtension"
     )

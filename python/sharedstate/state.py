@@ -114,6 +114,11 @@ class State:
             "updates_rejected": raw["updates_rejected"],
         }
 
+    @property
+    def hosts(self) -> list[str]:
+        """The executor id hosting each partition; empty in local mode, where the driver JVM hosts all."""
+        return list(self._description.get("hosts", []))
+
     def changes(self, starting_offsets: str = "earliest") -> DataFrame:
         """The State's change stream: a streaming DataFrame of applied pairs (key columns, value
         columns, ``<state>_time``), each exactly once, in timestamp order within each partition and

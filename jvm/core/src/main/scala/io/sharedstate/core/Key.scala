@@ -3,8 +3,11 @@ package io.sharedstate.core
 import java.util.Arrays
 import scala.util.hashing.MurmurHash3
 
-/** A State key in its binary row form; equality is byte equality. The bytes are never mutated. */
-final class Key(val bytes: Array[Byte]) {
+/**
+ * A State key in its binary row form; equality is byte equality. The bytes are never mutated.
+ * Serializable so fetches can travel to the executor that owns the key's partition.
+ */
+final class Key(val bytes: Array[Byte]) extends Serializable {
   private val hash = MurmurHash3.bytesHash(bytes)
   // Kept (it fits in the object's alignment padding) so routing a fetch costs no second hash.
   private val routingHash = MurmurHash3.bytesHash(bytes, 0x5eed)

@@ -95,6 +95,17 @@ final class State(val spec: StateSpec) {
     stagingBytes.addAndGet(batch.bytes - (if (previous == null) 0L else previous.bytes))
   }
 
+  /**
+   * With lateness policy `fail`: fails, naming the update, if `epoch` of `writer` staged an update
+   * below U. Lets a coordinator check every host before any of them commits the epoch.
+   */
+  def checkNotLate(writer: String, epoch: Long): Unit = underCommitLock {
+    if (spec.lateness == StateSpec.FailLate && epoch > lastEpoch.getOrElse(writer, -1L)) {
+      val tasks = Option(staging.get((writer, epoch))).map(_.asScala.toSeq.map(_._2)).getOrElse(Nil)
+      failOnLate(writer, epoch, tasks, u)
+    }
+  }
+
   /** Drops what an aborted epoch staged. */
   def abortEpoch(writer: String, epoch: Long): Unit = dropStaging((writer, epoch))
 

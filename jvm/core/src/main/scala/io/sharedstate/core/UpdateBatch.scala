@@ -29,6 +29,7 @@ final class UpdateBatch {
   }
 
   def reject(r: RejectedUpdate): Unit = rejected += r
+  def rejectedUpdates: Seq[RejectedUpdate] = rejected.toSeq
 
   def keyAt(i: Int): Array[Byte] = keyArr(i)
   def timeAt(i: Int): Long = timeArr(i)

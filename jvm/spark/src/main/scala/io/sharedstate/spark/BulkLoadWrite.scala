@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import io.sharedstate.spark.durable.{ChangelogTarget, DurableStates}
 import java.util.UUID
 import org.apache.spark.internal.Logging
@@ -14,7 +15,7 @@ import org.apache.spark.sql.connector.write.{BatchWrite, DataWriter, DataWriterF
  */
 final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Logging {
   private val writer = s"bulk-load-${UUID.randomUUID()}"
-  private val state: State = SharedStateRuntime.registry.get(options.stateName)
+  private val state: DriverState = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =

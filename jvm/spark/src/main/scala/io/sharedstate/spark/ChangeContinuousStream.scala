@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{Change, EventTime, State}
+import io.sharedstate.core.{Change, EventTime}
+import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory,
@@ -33,7 +34,7 @@ final case class ChangeTail(stateName: String, start: ChangePosition, pollMs: Lo
  * which emits each newly final range [previous U, U) as soon as U passes it, in timestamp order.
  * F follows the committed epochs' positions.
  */
-final class ChangeContinuousStream(state: State, schemas: StateSchemas, starting: String, checkpointLocation: String)
+final class ChangeContinuousStream(state: DriverState, schemas: StateSchemas, starting: String, checkpointLocation: String)
   extends ContinuousStream {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -74,7 +75,7 @@ final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPar
 
 /** Blocks in next() until a change is final; Spark interrupts it when the query stops. */
 final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
-  private val state: State = SharedStateRuntime.registry.get(tail.stateName)
+  private val state: StateClient = StateClient.of(tail.stateName)
   private var from = tail.start.from
   private var until = tail.start.until
   private var buffer: Array[Change] =
@@ -84,7 +85,7 @@ final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends Continu
 
   override def next(): Boolean = {
     while (index >= buffer.length) {
-      val u = state.updateProgress
+      val u = state.updateProgressAt(tail.start.partition)
       if (u > until && u != EventTime.MinusInfinity) {
         from = until
         until = u

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.State
+import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.Offset
@@ -20,7 +20,7 @@ final case class ChangeRange(stateName: String, partition: Int, from: Long, unti
  * sink). The stream is a reader of the State: its fetch progress F is the last committed offset,
  * so compaction keeps every pair it has not read yet, also while the query is stopped.
  */
-final class ChangeMicroBatchStream(protected val state: State, schemas: StateSchemas, starting: String,
+final class ChangeMicroBatchStream(protected val state: DriverState, schemas: StateSchemas, starting: String,
     checkpointLocation: String) extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -42,7 +42,7 @@ final class ChangeMicroBatchStream(protected val state: State, schemas: StateSch
 final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val r = partition.asInstanceOf[ChangeRange]
-    val changes = SharedStateRuntime.registry.get(r.stateName).changes(r.partition, r.from, r.until)
+    val changes = StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
     val rows = new ChangeRows(schemas)
     new PartitionReader[InternalRow] {
       private var i = -1

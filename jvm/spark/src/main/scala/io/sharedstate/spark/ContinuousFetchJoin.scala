@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{FetchAnswer, Key, State}
+import io.sharedstate.core.{FetchAnswer, Key}
+import io.sharedstate.spark.distributed.StateClient
 import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
@@ -24,12 +25,12 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] 
   @transient private lazy val cells = new FetchAnswerCells(spec)
 
   override def apply(events: Iterator[Row]): Iterator[Row] = {
-    val state = SharedStateRuntime.registry.get(spec.stateName)
+    val state = StateClient.of(spec.stateName)
     ContinuousFetchReaders.ensure(state)
     new AnswerIterator(state, events)
   }
 
-  private final class AnswerIterator(state: State, events: Iterator[Row]) extends Iterator[Row] {
+  private final class AnswerIterator(state: StateClient, events: Iterator[Row]) extends Iterator[Row] {
     private val ready = new LinkedBlockingQueue[Either[Throwable, Row]]()
     private var outstanding = 0
     private var nextRow: Row = _
@@ -85,11 +86,11 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] 
 object ContinuousFetchReaders {
   val Prefix = "continuous-fetch-join:"
 
-  def ensure(state: State): Unit = {
+  def ensure(state: StateClient): Unit = {
     val query = Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
     query.foreach { id =>
       val reader = s"$Prefix$id"
-      state.synchronized { if (state.readerProgress(reader).isEmpty) state.registerReader(reader) }
+      state.ensureReader(reader)
     }
   }
 }

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
@@ -28,14 +29,14 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
   @transient private lazy val ownProgress: Long =
     if (!streaming || !reportsProgress) EventTime.MinusInfinity
     else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
-      .flatMap(q => SharedStateRuntime.registry.get(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
+      .flatMap(q => StateClient.of(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
       .getOrElse(EventTime.MinusInfinity)
   private val width = spec.eventSchema.length
 
   override def apply(key: Row, rows: Iterator[Row], group: GroupState[Row]): Iterator[Row] = {
     val events = if (streaming) rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width))) else rows
     if (streaming && !group.exists && !events.hasNext) return Iterator.empty // the progress ticks' own group
-    val state = SharedStateRuntime.registry.get(spec.stateName)
+    val state = StateClient.of(spec.stateName)
     val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
     val now = System.currentTimeMillis()
     val waiting: Iterator[(Row, Long)] =

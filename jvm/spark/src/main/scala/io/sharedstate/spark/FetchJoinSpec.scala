@@ -3,6 +3,7 @@ package io.sharedstate.spark
 import io.sharedstate.core.SharedStateException
 import io.sharedstate.core.fetch.ReadMode
 import io.sharedstate.core.row.ValueType
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.{ArrayType, LongType, StructField, StructType}
 
@@ -34,11 +35,11 @@ object FetchJoinSpec {
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
       mode: String, how: String, staleness: String, window: String): FetchJoinSpec = {
-    val state = SharedStateRuntime.registry.get(stateName)
-    val schemas = StateSchemas.of(state.spec)
+    val spec = StateClient.of(stateName).spec
+    val schemas = StateSchemas.of(spec)
     oneOf("mode", mode, Modes)
     oneOf("how", how, Hows)
-    val fetchRule = FetchJoinRule.parse(rule, window, schemas, state.valueType, state.spec.fetchRules)
+    val fetchRule = FetchJoinRule.parse(rule, window, schemas, spec.valueType, spec.fetchRules)
     val keyOrdinals = StateSchemas.bindColumns(eventSchema, keys, schemas.key, "key", stateName)
     val timeOrdinal = StateSchemas.checkTimestamp(eventSchema, time, "time")
     val added = fetchRule.addedColumns(schemas).map(_.name)
@@ -49,7 +50,7 @@ object FetchJoinSpec {
       throw new SharedStateException(s"Fetch join with State '$stateName' would add column(s) " +
         s"${clashes.mkString(", ")}, which the events already have. Rename or drop them in the events first.")
     }
-    FetchJoinSpec(stateName, schemas, state.valueType, eventSchema, keyOrdinals, timeOrdinal,
+    FetchJoinSpec(stateName, schemas, spec.valueType, eventSchema, keyOrdinals, timeOrdinal,
       how.toLowerCase == "inner", readMode(mode, staleness), fetchRule)
   }
 

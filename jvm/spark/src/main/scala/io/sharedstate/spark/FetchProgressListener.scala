@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.Coordinator
 import java.time.Instant
 import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
@@ -37,7 +38,7 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
     if (joins.nonEmpty) {
       val registered = joins.map { case (name, state, window, lateness) =>
         val reader = Reader(FetchProgressListener.readerId(event.id.toString, name), name, state, window, lateness)
-        val s = SharedStateRuntime.registry.get(state)
+        val s = Coordinator.get.state(state)
         if (s.readerProgress(reader.id).isEmpty) s.registerReader(reader.id)
         reader
       }
@@ -67,16 +68,16 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
 
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val own = readers.remove(event.id)
-    if (own != null) own.foreach(r => Try(SharedStateRuntime.registry.get(r.state).deregisterReader(r.id)))
+    if (own != null) own.foreach(r => Try(Coordinator.get.state(r.state).deregisterReader(r.id)))
     val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
-    SharedStateRuntime.registry.names.foreach { name =>
-      Try(SharedStateRuntime.registry.get(name)).foreach { s => if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader) }
+    Coordinator.get.names.foreach { name =>
+      Try(Coordinator.get.state(name)).foreach { s => if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader) }
     }
   }
 
   // F never goes back: a lower bound than the reader's current progress (after a restart) is skipped.
   private def report(reader: Reader, progress: Long): Unit = {
-    val state = SharedStateRuntime.registry.get(reader.state)
+    val state = Coordinator.get.state(reader.state)
     val current = state.readerProgress(reader.id).getOrElse(EventTime.MinusInfinity)
     if (progress > current) {
       state.reportFetchProgress(reader.id, progress)

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.DriverState
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.Offset
@@ -22,7 +23,7 @@ object ProgressTicks {
 /** One tick: U moved to `u`; `None` when it did not (Spark plans every source of a batch). */
 final case class ProgressTick(u: Option[Long]) extends InputPartition
 
-final class ProgressTickStream(protected val state: State) extends UpdateProgressOffsets {
+final class ProgressTickStream(protected val state: DriverState) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {

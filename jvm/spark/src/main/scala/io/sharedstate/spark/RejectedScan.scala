@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.{EventTime, RejectedUpdate}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
@@ -17,8 +17,8 @@ object RejectedScan {
     StructField("epoch", LongType, nullable = false),
     StructField("update_progress", TimestampType, nullable = true)))
 
-  def rows(state: State, s: StateSchemas): Iterator[InternalRow] =
-    state.rejectedUpdates.iterator.map { r =>
+  def rows(rejected: Seq[RejectedUpdate], s: StateSchemas): Iterator[InternalRow] =
+    rejected.iterator.map { r =>
       new GenericInternalRow(Array[Any](
         StoredRows.wrap(r.key, s.key.length),
         if (r.time == null) null else r.time.longValue(),

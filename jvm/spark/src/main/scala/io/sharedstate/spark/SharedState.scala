@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{State, StateMetrics, StateSpec}
+import io.sharedstate.core.{SharedStateException, StateMetrics, StateSpec}
+import io.sharedstate.spark.distributed.Coordinator
 import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
@@ -24,8 +25,11 @@ object SharedState {
     val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
     StateSchemas.of(spec) // both schemas must parse before anything is registered
     DurableStates.root(spark, Option(root)) match {
-      case Some(r) => DurableStates.create(spark, spec, r)
-      case None => SharedStateRuntime.registry.create(spec)
+      case Some(r) =>
+        if (Coordinator.get.isDistributed) throw new SharedStateException(s"State '$name': durable States (root " +
+          s"'$r') work in local mode in this release; on a cluster, create the State without a root.")
+        DurableStates.create(spark, spec, r)
+      case None => Coordinator.get.create(spec)
     }
     new StateHandle(spark, name)
   }
@@ -35,16 +39,11 @@ object SharedState {
    * `spark.sharedstate.root` (recovered from its tables); an unknown name is an error listing the existing ones.
    */
   def get(spark: SparkSession, name: String): StateHandle = {
-    find(spark, name)
+    Coordinator.get.state(name)
     new StateHandle(spark, name)
   }
 
-  private[spark] def find(spark: SparkSession, name: String): State =
-    SharedStateRuntime.registry.find(name)
-      .orElse(DurableStates.root(spark, None).flatMap(r => DurableStates.open(spark, name, r)))
-      .getOrElse(SharedStateRuntime.registry.get(name))
-
-  def names: Seq[String] = SharedStateRuntime.registry.names
+  def names: Seq[String] = Coordinator.get.names
 
   // Built-in names are case-insensitive; a user rule's class name ("class:com.acme.Rule") is not.
   private def normalisedRule(rule: String): String = {
@@ -55,11 +54,11 @@ object SharedState {
 
 /** A handle on one State of this application. */
 final class StateHandle private[spark] (spark: SparkSession, val name: String) {
-  def spec: StateSpec = SharedStateRuntime.registry.get(name).spec
+  def spec: StateSpec = Coordinator.get.state(name).spec
   def schemas: StateSchemas = StateSchemas.of(spec)
 
   /** U, per-writer progress, sizes and counts. */
-  def progress: StateMetrics = SharedStateRuntime.registry.get(name).metrics
+  def progress: StateMetrics = Coordinator.get.state(name).metrics
 
   /** Per key, the newest final value at or before `time` (a timestamp in the session time zone). */
   def asOf(time: String): DataFrame =
@@ -82,7 +81,7 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
       continuous: Boolean = false, lateness: String = null): DataFrame =
     FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness)
 
-  def drop(): Boolean = { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
+  def drop(): Boolean = Coordinator.get.drop(name)
 
   override def toString: String = s"StateHandle($name)"
 }

@@ -1,7 +1,8 @@
 package io.sharedstate.spark
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
@@ -23,9 +24,9 @@ object SharedStateApi {
     get(name)
   }
 
-  def get(name: String): String = describe(SharedState.find(SparkSession.active, name))
+  def get(name: String): String = describe(Coordinator.get.state(name))
 
-  def drop(name: String): Boolean = { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
+  def drop(name: String): Boolean = Coordinator.get.drop(name)
 
   /** Takes a snapshot round of a durable State now; what it did, as JSON. */
   def snapshot(name: String): String = {
@@ -34,11 +35,11 @@ object SharedStateApi {
       "snapshots_removed" -> r.snapshotsRemoved, "changelog_trimmed" -> r.changelogTrimmed).asJava)
   }
 
-  def list(): Array[String] = SharedStateRuntime.registry.names.toArray
+  def list(): Array[String] = Coordinator.get.names.toArray
 
   /** U, F, per-writer and per-reader progress and sizes. Times are microseconds; null stands for -/+ infinity. */
   def progress(name: String): String = {
-    val m = SharedStateRuntime.registry.get(name).metrics
+    val m = Coordinator.get.state(name).metrics
     json.writeValueAsString(Map[String, Any](
       "state" -> m.name,
       "update" -> micros(m.updateProgress),
@@ -57,13 +58,14 @@ object SharedStateApi {
       "updates_rejected" -> m.updatesRejected).asJava)
   }
 
-  private def describe(s: State): String = json.writeValueAsString(Map[String, Any](
+  private def describe(s: DriverState): String = json.writeValueAsString(Map[String, Any](
     "name" -> s.spec.name,
     "key" -> s.spec.keySchema,
     "value" -> s.spec.valueSchema,
     "partitions" -> s.spec.partitions,
     "rule" -> s.spec.updateRule,
     "time_column" -> StateSchemas.of(s.spec).timeColumn,
+    "hosts" -> s.owners.map(_.executorId).asJava,
     "root" -> DurableStates.rootOf(s.spec.name).orNull).asJava)
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null

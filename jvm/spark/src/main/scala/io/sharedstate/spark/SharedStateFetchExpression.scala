@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
 import io.sharedstate.core.fetch.ReadMode
+import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection}
@@ -22,11 +23,11 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed)
   extends BinaryExpression with CodegenFallback {
 
-  @transient private lazy val state = SharedStateRuntime.registry.get(stateName)
-  @transient private lazy val schemas = StateSchemas.of(state.spec)
+  @transient private lazy val client = StateClient.of(stateName)
+  @transient private lazy val schemas = StateSchemas.of(client.spec)
   @transient private lazy val resultType = StructType(rule.addedColumns(schemas))
   @transient private lazy val cells = new FetchAnswerCells(
-    FetchJoinSpec(stateName, schemas, state.valueType, new StructType(), Array.empty, -1, inner = false, mode, rule))
+    FetchJoinSpec(stateName, schemas, client.spec.valueType, new StructType(), Array.empty, -1, inner = false, mode, rule))
   @transient private lazy val toInternal = ExpressionEncoder(resultType).createSerializer()
 
   override def left: Expression = key
@@ -58,10 +59,10 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     if (t == null) return null
     val micros = t.asInstanceOf[Long]
     val k = new Key(keyProjection(input).copy().getBytes)
-    state.fetch(rule.request(k, micros, mode, state.valueType)) match {
+    client.fetch(rule.request(k, micros, mode, client.spec.valueType)) match {
       case FetchAnswer.NotYet =>
         throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(micros)}): " +
-          s"that time is not yet below the update progress of the State (U=${EventTime.show(state.updateProgress)}), " +
+          s"that time is not yet below the update progress of the State (U=${EventTime.show(client.updateProgress)}), " +
           "so the answer is not final. Ask for an earlier time, or use fetch_join on a stream, whose rows wait for U.")
       case answer =>
         val c = cells(answer, DateTimeUtils.toJavaTimestamp(micros))
@@ -85,11 +86,11 @@ object SharedStateFetchExpression {
     }
     val name = literal(args.head, "the first argument (State name)").getOrElse(
       throw new SharedStateException(s"$Name: the first argument must be a State name literal; got null."))
-    val state = SharedStateRuntime.registry.get(name) // unknown States fail at analysis
-    val schemas = StateSchemas.of(state.spec)
+    val spec = StateClient.of(name).spec // unknown States fail at analysis
+    val schemas = StateSchemas.of(spec)
     val ruleName = args.lift(3).flatMap(literal(_, "the rule")).getOrElse("latest")
     val window = args.lift(4).flatMap(literal(_, "the window")).orNull
-    val rule = FetchJoinRule.parse(ruleName, window, schemas, state.valueType, state.spec.fetchRules)
+    val rule = FetchJoinRule.parse(ruleName, window, schemas, spec.valueType, spec.fetchRules)
     val mode = args.lift(5).flatMap(literal(_, "the staleness"))
       .map(s => ReadMode.Uncommitted(Intervals.parseMicros("staleness", s))).getOrElse(ReadMode.Committed)
     SharedStateFetchExpression(name, args(1), args(2), rule, mode)

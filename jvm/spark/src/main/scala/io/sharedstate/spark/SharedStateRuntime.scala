@@ -3,8 +3,10 @@ package io.sharedstate.spark
 import io.sharedstate.core.StateRegistry
 
 /**
- * The States hosted by this JVM. In local mode the driver and executors share one JVM, so this is
- * the whole system (the embedded default); distribution across executors builds on it.
+ * The States of local mode, where the driver JVM is the only host (the embedded default): the
+ * coordinator and every task use this registry directly, with no RPC. In a cluster it stays empty:
+ * States live on the hosts (see distributed.Coordinator), and code reaches them through
+ * distributed.StateClient (tasks) or distributed.Coordinator (driver).
  */
 object SharedStateRuntime {
   val registry: StateRegistry = new StateRegistry

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.DriverState
 import java.util
 import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, TableCapability}
 import org.apache.spark.sql.connector.metric.CustomMetric
@@ -19,7 +20,7 @@ import scala.jdk.CollectionConverters._
 final case class SharedStateTable(options: CaseInsensitiveStringMap)
   extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
 
-  private val state: State = UpdateOptions.requireState(options)
+  private val state: DriverState = UpdateOptions.requireState(options)
   private val schemas = StateSchemas.of(state.spec)
   @volatile private var writerId: Option[String] = None
 

@@ -1,15 +1,21 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.State
+import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.types.StructType
 
-/** One input partition per State partition (the rejected table is read as one partition). */
-final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions) extends InputPartition
+/**
+ * One input partition per State partition, preferring the executor that owns it (read there, the
+ * scan is a local call; anywhere else it is one RPC to the owner). The rejected table is one partition.
+ */
+final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String])
+  extends InputPartition {
+  override def preferredLocations(): Array[String] = host.toArray
+}
 
-final class StateScanBuilder(state: State, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
+final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
@@ -26,8 +32,11 @@ final class StateScanBuilder(state: State, schemas: StateSchemas, read: ReadOpti
       new ChangeContinuousStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def planInputPartitions(): Array[InputPartition] =
-      if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read))
-      else Array.tabulate[InputPartition](state.partitionCount)(i => StateInputPartition(state.name, i, read))
+      if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read, None))
+      else {
+        val client = StateClient.of(state.name)
+        Array.tabulate[InputPartition](state.partitionCount)(i => StateInputPartition(state.name, i, read, client.preferredHost(i)))
+      }
     override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
   }
 }
@@ -35,10 +44,10 @@ final class StateScanBuilder(state: State, schemas: StateSchemas, read: ReadOpti
 final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val p = partition.asInstanceOf[StateInputPartition]
-    val state = SharedStateRuntime.registry.get(p.stateName)
+    val client = StateClient.of(p.stateName)
     val rows =
-      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(state, schemas)
-      else AsOfScan.rows(state.partition(p.partition), schemas, p.read.asOfMicros)
+      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(client.rejectedUpdates, schemas)
+      else AsOfScan.rows(client.asOf(p.partition, p.read.asOfMicros), schemas)
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _
       override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true } else false

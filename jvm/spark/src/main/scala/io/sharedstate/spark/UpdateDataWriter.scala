@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
+import io.sharedstate.spark.distributed.StateClient
 import io.sharedstate.spark.durable.{ChangelogFile, ChangelogTarget}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -46,7 +47,7 @@ final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: 
   override def commit(): WriterCommitMessage = {
     // Durable State: the task's updates go to the changelog as files first (not visible until the epoch commits).
     val files = changelog.map(_.writeTask(writer, epoch, partition, batch)).getOrElse(Nil)
-    SharedStateRuntime.registry.get(options.stateName).stage(writer, epoch, partition, batch)
+    StateClient.of(options.stateName).stage(writer, epoch, partition, batch)
     UpdateCommitMessage(batch.size, batch.rejectedCount, batch.maxEventTime, files)
   }
 

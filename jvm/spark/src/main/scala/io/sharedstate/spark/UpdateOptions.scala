@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{SharedStateException, State}
+import io.sharedstate.core.SharedStateException
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
@@ -24,14 +25,10 @@ object UpdateOptions {
   private val SparkOwned = Set("checkpointlocation", "path", "queryname")
   val Known: Set[String] = Set(State, Key, Time, Value, LatenessOption)
 
-  def requireState(options: CaseInsensitiveStringMap): State = {
+  def requireState(options: CaseInsensitiveStringMap): DriverState = {
     val name = Option(options.get(State)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'state' is required: the name of the State to write to or read."))
-    // A durable State not opened yet is opened from the root of the session (query threads may have none).
-    SharedStateRuntime.registry.find(name).getOrElse {
-      val session = org.apache.spark.sql.SparkSession.getActiveSession.orElse(org.apache.spark.sql.SparkSession.getDefaultSession)
-      session.fold(SharedStateRuntime.registry.get(name))(SharedState.find(_, name))
-    }
+    Coordinator.get.state(name)
   }
 
   def parse(options: CaseInsensitiveStringMap, input: StructType): UpdateOptions = {

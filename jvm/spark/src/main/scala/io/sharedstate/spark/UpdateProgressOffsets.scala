@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.DriverState
 import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
 
 /**
@@ -9,7 +10,7 @@ import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
  * with it.
  */
 trait UpdateProgressOffsets extends MicroBatchStream {
-  protected def state: State
+  protected def state: DriverState
   @volatile private var highest: Long = EventTime.MinusInfinity
 
   override def latestOffset(): Offset = {

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{EventTime, State}
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.connector.write.{PhysicalWriteInfo, WriterCommitMessage}
@@ -13,7 +14,7 @@ import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactor
  */
 final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends StreamingWrite with Logging {
 
-  private val state: State = SharedStateRuntime.registry.get(options.stateName)
+  private val state: DriverState = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
   private val committer = new EpochCommitter(state, writer, options.latenessMicros)
 

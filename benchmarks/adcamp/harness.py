@@ -1,0 +1,143 @@
+"""One benchmark point (a method at an update rate and an event rate), and the search over event rates."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from feeder import Feeder
+from measure import PointResult, SinkCounter, evaluate, expected
+from methods.base import Method, Point
+from workload import Shape, stage
+
+
+@dataclass
+class Settings:
+    cache: Path  # staged inputs and oracles, reused across methods and runs
+    scratch: Path  # per-point checkpoints and tables, deleted after each point
+    trigger: str
+    lag_cap_s: float  # abort a point once views older than this are still not in the sink
+    startup_cap_s: float  # abort a point that writes nothing for this long
+    redis_port: int | None
+    log: Callable[[str], None] = print
+
+
+_points = itertools.count()  # point ids: State, query and directory names
+
+
+def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, settings: Settings) -> PointResult:
+    staged = stage(shape, settings.cache)
+    exp = expected(staged)
+    uid = f"{os.getpid()}_{next(_points)}"
+    work = settings.scratch / f"point-{uid}"
+    shutil.rmtree(work, ignore_errors=True)
+    point = Point(spark, shape, work, work / "sink", settings.trigger, uid, settings.redis_port)
+    method = method_cls(point)
+    load = os.getloadavg()[0]
+    began = time.time()
+    feeder = Feeder(staged, point.live_updates, point.live_events)
+    method.start()
+    feeder.start()
+    aborted, failure = False, None
+    total = staged.measured_events
+    rows_written = SinkCounter(point.sink, total)
+    starts = staged.event_slot_starts
+    first_output = None  # the first batch of a fresh query is slow (planning, codegen, Delta table creation)
+    try:
+        while True:
+            time.sleep(0.5)
+            failure = method.failure()
+            if failure:
+                aborted = True
+                break
+            now = time.time()
+            written = rows_written()
+            if written >= total:  # every measured view is out: the rest of the tail is not needed
+                break
+            if written and first_output is None:
+                first_output = now
+            if first_output is None:
+                if now - began > settings.startup_cap_s:
+                    aborted = True
+                    break
+                continue
+            # views whose files appeared more than lag_cap ago must be in the sink by now
+            due_slots = sum(1 for t in feeder.visible if t < now - settings.lag_cap_s)
+            due = int(starts[min(due_slots, len(starts) - 1)])
+            behind = written < due and now > first_output + settings.lag_cap_s
+            if behind or (not feeder.is_alive() and now > max(feeder.feed_end, first_output) + settings.lag_cap_s):
+                aborted = True
+                break
+    finally:
+        feeder.stop()
+        feeder.join()
+        method.stop()
+        progress = method.progress()
+        method.cleanup()
+    result = evaluate(method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted,
+                      settings.lag_cap_s)
+    if failure:
+        result.verdict = f"{failure[:300]}; {result.verdict}"
+        result.sustained = False
+    result.feeder_behind_ms = feeder.behind_s * 1000
+    result.load_avg_1m = load
+    result.wall_s = time.time() - began
+    result.progress = progress
+    shutil.rmtree(work, ignore_errors=True)
+    settings.log(f"  {method.name:<20} u={shape.update_rate:>6}/s e={shape.event_rate:>8}/s "
+                 f"{'SUSTAINED' if result.sustained else 'not sustained':<13} "
+                 f"p50={_ms(result.p50_ms)} p99={_ms(result.p99_ms)} growth={_ms(result.latency_growth_ms)} "
+                 f"rate={result.processed_rate or 0:,.0f}/s correct={result.correct} load={load:.1f} "
+                 f"({result.wall_s:.0f}s) {result.verdict}")
+    return result
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}ms"
+
+
+def _nice(rate: float) -> int:
+    """Two significant digits, a multiple of 4 (whole views per 0.25 s slot)."""
+    digits = max(0, int(math.floor(math.log10(rate))) - 1)
+    r = round(rate / 10 ** digits) * 10 ** digits
+    return max(4, int(round(r / 4)) * 4)
+
+
+def search(run, start: int, low: int, high: int, bisect_steps: int) -> tuple[int | None, list[PointResult]]:
+    """Highest sustained event rate: from `start`, double while sustained (or halve until sustained),
+    then bisect (geometrically) between the best sustained and the lowest failed rate."""
+    tried: dict[int, PointResult] = {}
+
+    def ok(rate: int) -> bool:
+        if rate not in tried:
+            tried[rate] = run(rate)
+        return tried[rate].sustained and tried[rate].correct
+
+    good, bad = (start, None) if ok(start) else (None, start)
+    if good is not None:
+        while good * 2 <= high and ok(good * 2):
+            good *= 2
+        bad = good * 2 if good * 2 <= high else None
+    else:
+        while bad // 2 >= low and not ok(bad // 2):
+            bad //= 2
+        good = bad // 2 if bad // 2 >= low else None
+    for _ in range(bisect_steps):
+        if good is None or bad is None:
+            break
+        mid = _nice(math.sqrt(good * bad))
+        if mid in (good, bad) or mid in tried:
+            break
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good, [tried[r] for r in sorted(tried)]

@@ -1,0 +1,207 @@
+"""What a point's sink holds, checked against the offline oracle, and how fast it got there.
+
+Every method appends its enriched views to a Delta table. A row becomes visible when its commit's log
+file (`_delta_log/<version>.json`) is written, so a row's visible time is that file's modification
+time, and its latency is that minus the time its input file appeared (the feeder's record).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from sharedstate.demos.adcamp_data import accepted_updates, expected_late, oracle
+from workload import Staged, as_workload
+
+NULL = -1  # campaign / campaign time of a view no update covers
+
+
+@dataclass
+class Expected:
+    campaign: np.ndarray  # by event_id; NULL where the oracle gives no campaign
+    campaign_time: np.ndarray  # microseconds; NULL likewise
+    late_updates: int
+    accepted_updates: int
+
+
+def expected(staged: Staged) -> Expected:
+    """The as-of join over the whole accepted update history (the demo's merge_asof oracle), cached."""
+    path = staged.directory / "oracle.npz"
+    if not path.exists():
+        work = as_workload(staged)
+        late = expected_late(work)
+        accepted = accepted_updates(work)
+        joined = oracle(work.events, accepted, value="campaign", time_column="campaign_time")
+        joined = joined.sort_values("event_id")
+        campaign = joined["campaign"].fillna(NULL).astype(np.int64).to_numpy()
+        times = pd.to_datetime(joined["campaign_time"], utc=True)
+        micros = np.where(times.isna(), NULL, times.astype("datetime64[us, UTC]").astype("int64"))
+        assert (joined["event_id"].to_numpy() == np.arange(len(joined))).all()
+        np.savez(path.with_suffix(".tmp.npz"), campaign=campaign, campaign_time=micros,
+                 late=len(late), accepted=len(accepted))
+        path.with_suffix(".tmp.npz").replace(path)
+    data = np.load(path)
+    return Expected(data["campaign"], data["campaign_time"], int(data["late"]), int(data["accepted"]))
+
+
+def _commits(table: Path) -> list[tuple[Path, float, list[str]]]:
+    """(log file, visible time, added files) per commit of a Delta table, in version order."""
+    out = []
+    log = table / "_delta_log"
+    for commit in sorted(log.glob("*.json")) if log.is_dir() else []:
+        try:
+            mtime = commit.stat().st_mtime
+            adds = [unquote(a["add"]["path"]) for a in map(json.loads, commit.read_text().splitlines()) if "add" in a]
+        except (FileNotFoundError, json.JSONDecodeError):  # a commit being written
+            continue
+        out.append((commit, mtime, adds))
+    return out
+
+
+class SinkCounter:
+    """Rows with event_id below a bound committed so far; reads each new commit's files once."""
+
+    def __init__(self, table: Path, below: int):
+        self.table, self.below = table, below
+        self.counted: dict[str, int] = {}
+
+    def __call__(self) -> int:
+        for commit, _, adds in _commits(self.table):
+            if commit.name not in self.counted:
+                n = 0
+                for rel in adds:
+                    ids = pq.read_table(self.table / rel, columns=["event_id"]).column(0).to_numpy()
+                    n += int(np.count_nonzero(ids < self.below))
+                self.counted[commit.name] = n
+        return sum(self.counted.values())
+
+
+@dataclass
+class SinkRows:
+    event_id: np.ndarray
+    campaign: np.ndarray
+    campaign_time: np.ndarray
+    visible: np.ndarray
+
+
+def read_sink(table: Path) -> SinkRows:
+    parts = []
+    for _, visible, adds in _commits(table):
+        for rel in adds:
+            t = pq.read_table(table / rel, columns=["event_id", "campaign", "campaign_time"])
+            if t.num_rows == 0:
+                continue
+            df = t.to_pandas()
+            parts.append(pd.DataFrame({
+                "event_id": df["event_id"].to_numpy(np.int64),
+                "campaign": df["campaign"].fillna(NULL).astype(np.int64).to_numpy(),
+                "campaign_time": np.where(df["campaign_time"].isna(), NULL,
+                                          pd.to_datetime(df["campaign_time"], utc=True)
+                                          .astype("datetime64[us, UTC]").astype("int64")),
+                "visible": visible}))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return SinkRows(empty, empty, empty, np.zeros(0))
+    df = pd.concat(parts, ignore_index=True)
+    return SinkRows(df["event_id"].to_numpy(), df["campaign"].to_numpy(), df["campaign_time"].to_numpy(),
+                    df["visible"].to_numpy(np.float64))
+
+
+@dataclass
+class PointResult:
+    method: str
+    update_rate: int
+    event_rate: int
+    events: int
+    output_rows: int
+    missing: int
+    duplicates: int
+    wrong: int  # rows whose campaign or campaign time differs from the oracle
+    correct: bool
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+    p99_all_ms: float | None  # including the first quarter (a fresh query's first batches)
+    latency_growth_ms: float | None  # median latency, last quarter minus second quarter of the views
+    processed_rate: float | None  # views made visible per second in the steady part of the run
+    sustained: bool
+    verdict: str
+    aborted: bool = False
+    feeder_behind_ms: float = 0.0
+    load_avg_1m: float = 0.0
+    wall_s: float = 0.0
+    progress: dict | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at: list[float],
+             feed_start: float, aborted: bool, lag_cap_s: float) -> PointResult:
+    shape = staged.shape
+    rows = read_sink(sink)
+    n = staged.measured_events
+    fed_views = int(staged.event_slot_starts[len(visible_at)]) if visible_at else 0
+    keep = rows.event_id < n  # the tail's views only keep the streams going
+    extra = int(np.count_nonzero(rows.event_id >= fed_views))  # rows for views that were never fed
+    rows = SinkRows(rows.event_id[keep], rows.campaign[keep], rows.campaign_time[keep], rows.visible[keep])
+    ids = rows.event_id
+    unique, first = np.unique(ids, return_index=True)
+    duplicates = int(len(ids) - len(unique))
+    missing = int(n - len(unique))
+    take = first
+    wrong = int(np.count_nonzero((rows.campaign[take] != exp.campaign[unique]) |
+                                 (rows.campaign_time[take] != exp.campaign_time[unique])))
+    wrong += extra  # rows for ids that were never fed
+    # Missing rows are wrong only when the run was given its full time (an aborted point is just slow).
+    correct = duplicates == 0 and wrong == 0 and (missing == 0 or aborted)
+
+    p50 = p99 = mx = p99_all = growth = rate = None
+    if len(take):
+        slot = np.searchsorted(staged.event_slot_starts, ids[take], side="right") - 1
+        fed = np.asarray(visible_at)[np.minimum(slot, len(visible_at) - 1)]
+        latency = rows.visible[take] - fed
+        span = shape.measured_slots * shape.slot_s
+        rel = fed - feed_start
+        # Percentiles of the steady part: the first quarter holds a fresh query's first, slow batch.
+        steady = latency[rel >= span * 0.25] if np.any(rel >= span * 0.25) else latency
+        p50, p99 = (float(np.percentile(steady, q)) * 1000 for q in (50, 99))
+        mx = float(latency.max()) * 1000
+        p99_all = float(np.percentile(latency, 99)) * 1000
+        q2 = latency[(rel >= span * 0.25) & (rel < span * 0.5)]
+        q4 = latency[rel >= span * 0.75]
+        if len(q2) and len(q4):
+            growth = float(np.median(q4) - np.median(q2)) * 1000
+        # Output rate of the steady part's views: the middle 80 % of them over the time between their
+        # 10th and 90th percentile of becoming visible. A method that keeps up spreads them over ~0.8
+        # of the time they took to arrive, whatever its latency (percentiles, not the first and last
+        # view, so the spread of latencies does not count as slowness); one that falls behind
+        # stretches them out.
+        vis = rows.visible[take][rel >= span * 0.25]
+        if len(vis) > 10:
+            lo, hi = np.percentile(vis, [10, 90])
+            rate = float(0.8 * len(vis) / max(hi - lo, shape.slot_s))
+
+    growth_limit_ms = 500 + (0.25 * p50 if p50 else 0)
+    reasons = []
+    if aborted:
+        reasons.append("aborted: output fell too far behind or did not drain in time")
+    if missing:
+        reasons.append(f"{missing} views never written")
+    if growth is not None and growth > growth_limit_ms:
+        reasons.append(f"latency grew {growth:.0f} ms")
+    if p99 is not None and p99 > lag_cap_s * 1000:
+        reasons.append(f"p99 {p99:.0f} ms above the {lag_cap_s:g} s cap")
+    if rate is not None and rate < 0.9 * shape.event_rate:
+        reasons.append(f"processed {rate:.0f}/s < 0.9 x offered")
+    sustained = not reasons
+    if not correct:
+        reasons.append(f"WRONG: {missing} missing, {duplicates} duplicate, {wrong} wrong rows")
+    return PointResult(method, shape.update_rate, shape.event_rate, n, int(len(ids)), missing, duplicates, wrong,
+                       correct, p50, p99, mx, p99_all, growth, rate, sustained, "; ".join(reasons) or "ok", aborted)

@@ -1,0 +1,154 @@
+"""Runs on local-cluster[2,1,1024] (two executor JVMs, spark.authenticate on) and records what the
+queries produced; it/test_cluster.py checks the records against the offline oracles.
+
+usage: cluster_app.py OUT_DIR SEED
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import functions as F
+
+import sharedstate as ss
+from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
+
+out = Path(sys.argv[1])
+seed = int(sys.argv[2])
+spark = ss.session("sharedstate-cluster-it", master="local-cluster[2,1,1024]", **{
+    "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(16),
+    "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g"})
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def save(name: str, frame: pd.DataFrame) -> None:
+    frame.to_parquet(out / f"{name}.parquet")
+
+
+records: dict = {"app_id": spark.sparkContext.applicationId}
+
+# ---- 1. a writer and a fetch join at once on randomised out-of-order input --------------------
+work = make_workload(seed)
+write_batches(out / "updates", work.update_batches)
+write_batches(out / "events", work.event_batches)
+state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=4)
+records["hosts"] = state.hosts
+updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
+writer = (updates.writeStream.format("sharedstate").option("state", "campaigns").option("key", "ad_id")
+          .option("time", "ts").option("value", "campaign").option("lateness", "20 seconds")
+          .option("checkpointLocation", str(out / "ck-updates")).trigger(processingTime="300 milliseconds").start())
+events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
+joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
+reader = (joined.writeStream.format("memory").queryName("joined").outputMode("append")
+          .option("checkpointLocation", str(out / "ck-events")).trigger(processingTime="300 milliseconds").start())
+
+
+def all_joined() -> bool:
+    for q in (writer, reader):
+        if q.exception() is not None:
+            raise AssertionError(f"query failed: {q.exception()}")
+    return spark.table("joined").count() >= len(work.events)
+
+
+wait_until(all_joined, 600, "every event joined")
+# once the input is processed and U stops, both queries go idle; nothing more may be emitted
+writer.processAllAvailable()
+reader.processAllAvailable()
+save("joined", spark.table("joined").toPandas())
+writer.stop()
+reader.stop()
+records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in state.progress().items()
+                       if k != "writers"}
+save("late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
+for seconds in (45, 200, 599):
+    save(f"asof_{seconds}", state.as_of(pd.Timestamp(seconds, unit="s").strftime("%Y-%m-%d %H:%M:%S")).toPandas())
+# the change stream: every partition's final pairs, read where they are hosted
+changes = (state.changes().writeStream.format("memory").queryName("changes")
+           .option("checkpointLocation", str(out / "ck-changes")).start())
+changes.processAllAvailable()
+changes.stop()
+save("changes", spark.table("changes").toPandas())
+# the SQL function, evaluated in tasks on both executors (every event time is below U by now)
+spark.read.schema(EVENT_SCHEMA).parquet(str(out / "events")).createOrReplaceTempView("events")
+save("sql", spark.sql("SELECT event_id, sharedstate_fetch('campaigns', ad_id, ts) AS v FROM events")
+     .selectExpr("event_id", "v.campaign AS campaign", "v.campaigns_time AS value_time").toPandas())
+
+# ---- 2. a writer that restarts from its checkpoint, and a new writer that holds U back ----------
+ss.State.create(spark, "restart", key="ad_id STRING", value="campaign STRING", partitions=4)
+
+
+def frame(seconds: list[int], tag: str) -> pd.DataFrame:
+    return pd.DataFrame({"ad_id": [f"ad{i % 5}" for i in range(len(seconds))],
+                         "ts": pd.to_datetime(seconds, unit="s", utc=True), "campaign": [tag] * len(seconds)})
+
+
+def start_writer(directory: str, checkpoint: str, slow_seconds: int = 0):
+    stream = spark.readStream.schema(UPDATE_SCHEMA).parquet(str(out / directory))
+    if slow_seconds:
+        # A writer whose first batch takes long: it registers when the batch is planned and commits
+        # when it ends, so the time in between shows whether it holds U back.
+        # (a JVM-side sleep: Thread.sleep through reflect, whose "null" result is cut to "")
+        stream = stream.withColumn("campaign", F.expr(
+            f"concat(campaign, substr(reflect('java.lang.Thread', 'sleep', CAST({slow_seconds * 1000} AS BIGINT)), 1, 0))"))
+    return (stream.writeStream.format("sharedstate").option("state", "restart").option("key", "ad_id")
+            .option("time", "ts").option("checkpointLocation", str(out / checkpoint)).start())
+
+
+def progress() -> dict:
+    p = ss.State.get(spark, "restart").progress()
+    return {"update": None if p["update"] is None else p["update"].timestamp(),
+            "writers": {w: None if t is None else t.timestamp() for w, t in p["writers"].items()}}
+
+
+def add_file(directory: str, data: pd.DataFrame, name: str) -> None:
+    to_spark_parquet(data, out / directory / f"{name}.parquet")
+
+
+restart: dict = {}
+(out / "w1").mkdir()
+(out / "w2").mkdir()
+add_file("w1", frame([10, 20, 30], "a"), "a")
+w1 = start_writer("w1", "ck-w1")
+w1.processAllAvailable()
+restart["query_id"] = w1.id
+restart["first_run"] = w1.runId
+restart["after_first_run"] = progress()
+w1.stop()
+restart["after_stop"] = progress()
+w1 = start_writer("w1", "ck-w1")
+restart["second_run"] = w1.runId
+restart["after_restart"] = progress()
+add_file("w1", frame([40, 50, 60], "b"), "b")
+w1.processAllAvailable()
+restart["after_more_input"] = progress()
+add_file("w2", frame([100], "d"), "d")
+w2 = start_writer("w2", "ck-w2", slow_seconds=45)
+wait_until(lambda: len(progress()["writers"]) == 2, 60, "the second writer to register")
+restart["second_writer_id"] = w2.id
+restart["after_second_writer_starts"] = progress()
+add_file("w1", frame([70, 80, 90], "c"), "c")
+w1.processAllAvailable()
+restart["first_writer_moves_on"] = progress()
+restart["second_writer_had_committed"] = w2.lastProgress is not None
+w2.processAllAvailable()
+restart["second_writer_commits"] = progress()
+w1.stop()
+w2.stop()
+records["restart"] = restart
+
+(out / "records.json").write_text(json.dumps(records, default=str))
+spark.stop()
+print("CLUSTER-APP-OK")

@@ -1,0 +1,137 @@
+"""State partitions on two real executor JVMs (local-cluster[2,1,1024], spark.authenticate on): a
+writer and a fetch join at once on randomised out-of-order input, as-of reads, the late-updates table
+and sharedstate_fetch, each checked against the offline as-of oracle; then a writer that restarts
+from its checkpoint and a second writer that holds U back until it commits.
+
+The session runs in a subprocess (it/apps/cluster_app.py): the suite's own session is local[4], and a
+Python process has one SparkContext. The pip pyspark package serves as SPARK_HOME, whose launcher
+scripts start the executors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 2027
+
+
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory):
+    import pyspark
+
+    out = tmp_path_factory.mktemp("cluster")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    result = subprocess.run([sys.executable, str(ROOT / "it/apps/cluster_app.py"), str(out), str(SEED)],
+                            env=env, capture_output=True, text=True, timeout=1500, cwd=out)
+    assert result.returncode == 0 and "CLUSTER-APP-OK" in result.stdout, \
+        result.stdout[-3000:] + result.stderr[-8000:]
+    records = json.loads((out / "records.json").read_text())
+    # local-cluster's workers keep executor directories (logs, fetched jars) under SPARK_HOME/work
+    shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / records["app_id"], ignore_errors=True)
+    return out, records
+
+
+def _utc(series: pd.Series) -> pd.Series:
+    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
+
+
+def _normalise(df: pd.DataFrame) -> pd.DataFrame:
+    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
+    for c in ("ts", "value_time"):
+        out[c] = _utc(out[c])
+    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
+    return out.sort_values("event_id").reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_partitions_are_spread_over_both_executors(cluster_run):
+    _, records = cluster_run
+    hosts = records["hosts"]
+    assert len(hosts) == 4 and "driver" not in hosts
+    assert len(set(hosts)) == 2, f"each executor owns some partitions (so some access is remote): {hosts}"
+
+
+@pytest.mark.slow
+def test_fetch_join_on_two_executors_equals_offline_asof_join(cluster_run):
+    out, _ = cluster_run
+    work = make_workload(SEED)
+    got = pd.read_parquet(out / "joined.parquet").rename(columns={"campaigns_time": "value_time"})
+    expected = oracle(work.events, accepted_updates(work), time_column="value_time")
+    assert got["event_id"].is_unique, "an event was emitted twice"
+    assert len(got) == len(work.events)
+    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    assert expected["campaign"].isna().any() and expected["campaign"].notna().any()
+
+
+@pytest.mark.slow
+def test_sql_fetch_on_two_executors_equals_offline_asof_join(cluster_run):
+    out, _ = cluster_run
+    work = make_workload(SEED)
+    got = pd.read_parquet(out / "sql.parquet").sort_values("event_id").reset_index(drop=True)
+    expected = oracle(work.events, accepted_updates(work), time_column="value_time").sort_values("event_id")
+    assert list(got["event_id"]) == list(expected["event_id"])
+    assert list(got["campaign"].where(got["campaign"].notna(), None)) == \
+        list(expected["campaign"].astype(object).where(expected["campaign"].notna(), None))
+    both = got["value_time"].notna()
+    assert (_utc(got["value_time"][both]).values == _utc(expected["value_time"].reset_index(drop=True)[both]).values).all()
+
+
+@pytest.mark.slow
+def test_late_updates_and_as_of_reads_gather_every_host(cluster_run):
+    out, records = cluster_run
+    work = make_workload(SEED)
+    late = expected_late(work)
+    listed = pd.read_parquet(out / "late.parquet")
+    assert len(late) > 0 and set(listed["reason"]) == {"late"}
+    assert sorted(zip(listed["ad_id"], _utc(listed["ts"]))) == sorted(zip(late["ad_id"], _utc(late["ts"])))
+    assert records["progress"]["updates_rejected"] == len(late)
+    history = accepted_updates(work).assign(ts=lambda d: _utc(d["ts"]))
+    for seconds in (45, 200, 599):
+        t = pd.Timestamp(seconds, unit="s", tz="UTC")
+        want = history[history["ts"] <= t].sort_values("ts").groupby("ad_id").tail(1)
+        got = pd.read_parquet(out / f"asof_{seconds}.parquet")
+        assert sorted(zip(got["ad_id"], got["campaign"], _utc(got["campaigns_time"]))) == \
+            sorted(zip(want["ad_id"], want["campaign"], want["ts"])), f"as of {t}"
+
+
+@pytest.mark.slow
+def test_change_stream_reads_every_final_pair_from_every_host(cluster_run):
+    out, records = cluster_run
+    u = pd.Timestamp(records["progress"]["update"])
+    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: _utc(d["ts"]))
+    want = history[history["ts"] < u]
+    got = pd.read_parquet(out / "changes.parquet")
+    assert len(got) == len(want) > 0
+    assert sorted(zip(got["ad_id"], got["campaign"], _utc(got["campaigns_time"]))) == \
+        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+
+
+@pytest.mark.slow
+def test_restarted_writer_resumes_and_new_writer_holds_u_back(cluster_run):
+    _, records = cluster_run
+    r = records["restart"]
+    w1, w2 = r["query_id"], r["second_writer_id"]
+    # the writer is the query (stable across runs), not the run
+    assert r["first_run"] != r["second_run"]
+    assert r["after_first_run"] == {"update": 30.0, "writers": {w1: 30.0}}
+    assert r["after_stop"] == r["after_first_run"]
+    assert r["after_restart"] == {"update": 30.0, "writers": {w1: 30.0}}, "the restarted writer resumes its progress"
+    assert r["after_more_input"] == {"update": 60.0, "writers": {w1: 60.0}}
+    # a new writer joins at U and holds it there until it commits
+    assert r["after_second_writer_starts"] == {"update": 60.0, "writers": {w1: 60.0, w2: 60.0}}
+    assert not r["second_writer_had_committed"], "the slow first batch of the second writer was still running"
+    assert r["first_writer_moves_on"] == {"update": 60.0, "writers": {w1: 90.0, w2: 60.0}}
+    assert r["second_writer_commits"] == {"update": 90.0, "writers": {w1: 90.0, w2: 100.0}}

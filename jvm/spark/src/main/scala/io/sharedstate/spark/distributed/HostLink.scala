@@ -1,0 +1,57 @@
+package io.sharedstate.spark.distributed
+
+import io.sharedstate.core.SharedStateException
+import org.apache.spark.sharedstate.RpcBridge
+import scala.concurrent.{Await, Future}
+import scala.concurrent.duration.Duration
+import scala.util.Try
+import scala.util.control.NonFatal
+
+/** How this JVM reaches one host: a direct call when it is this JVM, else Spark RPC. */
+sealed trait HostLink {
+  def id: HostId
+  def ask(message: Any): Future[Any]
+}
+
+object HostLink {
+  final class InProcess(service: HostService) extends HostLink {
+    override def id: HostId = service.id
+    override def ask(message: Any): Future[Any] = Future.fromTry(Try(service.handle(message)))
+  }
+
+  /** Connects at the first ask (and again after a failed connect), so a refused connection fails that ask. */
+  final class Remote(val id: HostId, connect: () => RpcBridge.Peer) extends HostLink {
+    @volatile private var peer: RpcBridge.Peer = _
+    override def ask(message: Any): Future[Any] =
+      try {
+        if (peer == null) peer = connect()
+        peer.ask(message)
+      } catch { case NonFatal(e) => Future.failed(e) }
+  }
+
+  /**
+   * Waits for a host's answer. A SharedStateException raised by the host is rethrown as it is; any
+   * other failure (the executor is gone, the connection was refused) names the State and the
+   * partitions that host owns, because they are lost: this version does not rebuild them.
+   */
+  def await[T](future: Future[Any], host: HostId, state: String, partitions: => Seq[Int]): T =
+    try Await.result(future, Duration.Inf).asInstanceOf[T]
+    catch {
+      case e: Throwable =>
+        sharedStateCause(e) match {
+          case Some(s) => throw s
+          case None => throw new SharedStateException(
+            s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
+              s"(${e.getClass.getSimpleName}: ${e.getMessage}). If the executor was lost, its State partitions are " +
+              "lost with it (they are not rebuilt yet): re-create the State or restart the application.", e)
+        }
+    }
+
+  /** Asks the coordinator and waits; its SharedStateException (an unknown State, say) is rethrown as it is. */
+  def call[T](peer: RpcBridge.Peer, message: Any): T =
+    try Await.result(peer.ask(message), Duration.Inf).asInstanceOf[T]
+    catch { case e: Throwable => throw sharedStateCause(e).getOrElse(e) }
+
+  private def sharedStateCause(e: Throwable): Option[SharedStateException] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case s: SharedStateException => s }
+}

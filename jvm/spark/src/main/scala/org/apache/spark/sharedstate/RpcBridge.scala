@@ -1,0 +1,84 @@
+package org.apache.spark.sharedstate
+
+import org.apache.spark.{SecurityManager, SparkConf, SparkContext, SparkEnv}
+import org.apache.spark.rpc.{RpcCallContext, RpcEndpoint, RpcEndpointRef, RpcEnv}
+import org.apache.spark.util.RpcUtils
+import scala.concurrent.Future
+import scala.util.control.NonFatal
+
+/**
+ * The one place sharedstate touches Spark's private[spark] RPC layer (RpcEnv, SecurityManager). It
+ * is Spark's own Netty RPC, so a server started here applies the same authentication as the rest of
+ * the application: with `spark.authenticate` on, a peer without the application's secret is refused
+ * before any message reaches a handler.
+ */
+object RpcBridge {
+  /**
+   * Answers one message; a thrown exception is sent back to the caller as the failure. An answer
+   * that is a CompletableFuture is sent when it completes (within the caller's ask timeout).
+   */
+  trait Handler { def handle(message: Any): Any }
+
+  /** An RPC environment endpoints are served from and peers are reached through. */
+  final class Server private[RpcBridge] (env: RpcEnv, owned: Boolean, conf: SparkConf) {
+    def host: String = env.address.host
+    def port: Int = env.address.port
+
+    def serve(endpoint: String, handler: Handler): Unit = env.setupEndpoint(endpoint, new HandlerEndpoint(env, handler))
+
+    def connect(host: String, port: Int, endpoint: String): Peer =
+      new Peer(env.setupEndpointRef(org.apache.spark.rpc.RpcAddress(host, port), endpoint), conf)
+
+    def shutdown(): Unit = if (owned) { env.shutdown(); env.awaitTermination() }
+  }
+
+  /** A remote endpoint. */
+  final class Peer private[RpcBridge] (ref: RpcEndpointRef, conf: SparkConf) {
+    private val timeout = RpcUtils.askRpcTimeout(conf)
+    def ask(message: Any): Future[Any] = ref.ask[Any](message, timeout)
+    def askSync(message: Any): Any = ref.askSync[Any](message, timeout)
+  }
+
+  private final class HandlerEndpoint(override val rpcEnv: RpcEnv, handler: Handler) extends RpcEndpoint {
+    override def receiveAndReply(context: RpcCallContext): PartialFunction[Any, Unit] = {
+      case message =>
+        try handler.handle(message) match {
+          case later: java.util.concurrent.CompletableFuture[_] =>
+            later.whenComplete((v: Any, e: Throwable) => if (e == null) context.reply(v) else context.sendFailure(e))
+          case now => context.reply(now)
+        } catch { case NonFatal(e) => context.sendFailure(e) }
+    }
+  }
+
+  /** This JVM's SparkEnv RPC environment (server mode on the driver, client mode on executors). */
+  def sparkEnvServer(): Server = new Server(SparkEnv.get.rpcEnv, owned = false, SparkEnv.get.conf)
+
+  /**
+   * A server-mode RPC environment of its own, bound to `host` on a free port, with the security
+   * manager of this JVM's SparkEnv: the application's secret guards it.
+   */
+  def newServer(name: String, host: String, conf: SparkConf): Server =
+    new Server(RpcEnv.create(name, host, host, 0, conf, SparkEnv.get.securityManager, 0, clientMode = false),
+      owned = true, conf)
+
+  /** The same with a security manager built from `conf` alone (spark.authenticate, spark.authenticate.secret): for tests. */
+  def newStandaloneServer(name: String, host: String, conf: SparkConf): Server = {
+    val security = new SecurityManager(conf)
+    security.initializeAuth()
+    new Server(RpcEnv.create(name, host, host, 0, conf, security, 0, clientMode = false), owned = true, conf)
+  }
+
+  /** The driver's host and RPC port, as executors reach it. */
+  def driverAddress(conf: SparkConf): (String, Int) =
+    (conf.get("spark.driver.host"), conf.get("spark.driver.port").toInt)
+
+  def env: Option[SparkEnv] = Option(SparkEnv.get)
+  def isDriver: Boolean = { val e = SparkEnv.get; e == null || e.executorId == SparkContext.DRIVER_IDENTIFIER }
+  def executorId: String = env.map(_.executorId).getOrElse(SparkContext.DRIVER_IDENTIFIER)
+  /** The host this executor registered under (its block manager's), which task locality matches. */
+  def executorHost: String =
+    env.flatMap(e => Option(e.blockManager.blockManagerId)).map(_.host).getOrElse(org.apache.spark.util.Utils.localHostName())
+
+  /** The running SparkContext of this (driver) JVM, if any. */
+  def activeContext: Option[SparkContext] = SparkContext.getActive
+}

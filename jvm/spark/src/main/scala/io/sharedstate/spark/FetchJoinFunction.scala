@@ -45,22 +45,27 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     val still = ArrayBuffer.empty[Row]
     val stillArrived = ArrayBuffer.empty[Long]
     var minReply = Long.MaxValue
-    def consider(event: Row, t: Long, arrivedMs: Long): Unit = {
-      val timeValue = event.get(spec.timeOrdinal)
-      val request = spec.rule.request(k, t, spec.mode, spec.valueType)
-      state.fetch(request) match {
-        case FetchAnswer.NotYet =>
-          still += event; stillArrived += arrivedMs; minReply = math.min(minReply, request.replyTime)
-        case answer =>
-          val c = cells(answer, timeValue)
-          if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
-      }
-    }
-    waiting.foreach { case (event, arrived) => consider(event, EventTimes.micros(event.get(spec.timeOrdinal)), arrived) }
+    // The key's waiting events and its new ones that are not late, asked of the owner in one request.
+    val asked = ArrayBuffer.empty[(Row, Long, Long)] // event, time, arrival (ms)
+    waiting.foreach { case (event, arrived) => asked += ((event, EventTimes.micros(event.get(spec.timeOrdinal)), arrived)) }
     events.foreach { event =>
       val t = EventTimes.micros(event.get(spec.timeOrdinal))
       if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
-      else consider(event, t, now)
+      else asked += ((event, t, now))
+    }
+    val requests = asked.map { case (_, t, _) => spec.rule.request(k, t, spec.mode, spec.valueType) }.toIndexedSeq
+    val answers = if (requests.isEmpty) Array.empty[FetchAnswer] else state.fetch(requests)
+    var i = 0
+    while (i < asked.length) {
+      val (event, t, arrivedMs) = asked(i)
+      answers(i) match {
+        case FetchAnswer.NotYet =>
+          still += event; stillArrived += arrivedMs; minReply = math.min(minReply, requests(i).replyTime)
+        case answer =>
+          val c = cells(answer, event.get(spec.timeOrdinal))
+          if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
+      }
+      i += 1
     }
     if (still.isEmpty) {
       if (group.exists) group.remove()

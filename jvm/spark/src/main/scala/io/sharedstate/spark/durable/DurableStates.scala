@@ -42,6 +42,37 @@ object DurableStates extends Logging {
   def create(spark: SparkSession, spec: StateSpec, root: String): State = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
+    checkOrCreateMetadata(spec, dir, root, conf)
+    attach(spark, spec, dir, root, conf)
+  }
+
+  /** The definition stored for State `name` under `root`, if its tables exist there. */
+  def storedSpec(spark: SparkSession, name: String, root: String): Option[StateSpec] = {
+    val conf = spark.sessionState.newHadoopConf()
+    val metadata = new Path(stateDir(root, name, conf), "metadata").toString
+    if (MetadataTable.exists(metadata, conf)) Some(MetadataTable.read(metadata, conf)) else None
+  }
+
+  /**
+   * Opens the tables of `spec` under `root` (created when missing; stored with a different
+   * definition is an error) for a State whose partitions live on cluster hosts.
+   */
+  def tables(spark: SparkSession, spec: StateSpec, root: String): DurableTables = synchronized {
+    val conf = spark.sessionState.newHadoopConf()
+    val dir = stateDir(root, spec.name, conf)
+    checkOrCreateMetadata(spec, dir, root, conf)
+    val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+    DurableTables(root, log, snapshots, log.target(spec.partitions))
+  }
+
+  /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
+  def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit = synchronized {
+    val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, retained(spark))
+    open.put(name, Durable(tables.root, tables.log, tables.target, snapshotter, schedule(spark, name, snapshotter)))
+  }
+
+  private def checkOrCreateMetadata(spec: StateSpec, dir: Path, root: String, conf: Configuration): Unit = {
     val metadata = new Path(dir, "metadata").toString
     if (MetadataTable.exists(metadata, conf)) {
       val stored = MetadataTable.read(metadata, conf)
@@ -50,7 +81,6 @@ object DurableStates extends Logging {
         "open it, or another root or name.")
     }
     else MetadataTable.create(metadata, spec, conf)
-    attach(spark, spec, dir, root, conf)
   }
 
   /** Opens the State `name` from its tables under `root`, if they exist there. */
@@ -91,24 +121,30 @@ object DurableStates extends Logging {
       logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
         s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)")
     })
-    val retained = spark.conf.getOption(SnapshotsRetainedConf).map { text =>
-      text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
-        s"$SnapshotsRetainedConf must be a whole number >= 1 (snapshots kept per partition), got '$text'."))
-    }.getOrElse(DefaultSnapshotsRetained)
-    val snapshotter = new Snapshotter(spark, state, journal, log, snapshots, retained)
+    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, retained(spark))
+    val schedule = this.schedule(spark, spec.name, snapshotter)
+    open.put(spec.name, Durable(root, log, target, snapshotter, schedule))
+    state
+  }
+
+  private def retained(spark: SparkSession): Int = spark.conf.getOption(SnapshotsRetainedConf).map { text =>
+    text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
+      s"$SnapshotsRetainedConf must be a whole number >= 1 (snapshots kept per partition), got '$text'."))
+  }.getOrElse(DefaultSnapshotsRetained)
+
+  // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
+  private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
     val intervalText = spark.conf.getOption(SnapshotIntervalConf).getOrElse(DefaultSnapshotInterval).trim
     val intervalMs = if (intervalText == "0") 0L else Intervals.parseMicros(SnapshotIntervalConf, intervalText) / 1000L
-    val schedule = if (intervalMs <= 0) None else Some {
+    if (intervalMs <= 0) None else Some {
       val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
-        val t = new Thread(r, s"sharedstate-snapshots-${spec.name}"); t.setDaemon(true); t
+        val t = new Thread(r, s"sharedstate-snapshots-$name"); t.setDaemon(true); t
       }
       executor.scheduleWithFixedDelay(() =>
-        try snapshotter.round() catch { case e: Exception => logWarning(s"State ${spec.name}: snapshot round failed", e) },
+        try snapshotter.round() catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) },
         intervalMs, intervalMs, TimeUnit.MILLISECONDS)
       executor
     }
-    open.put(spec.name, Durable(root, log, target, snapshotter, schedule))
-    state
   }
 
   // The State's directory; its name is a plain identifier (validated by StateSpec), so it stays under the root.
@@ -119,3 +155,6 @@ object DurableStates extends Logging {
     new Path(qualified, name)
   }
 }
+
+/** The Delta tables of one durable State under its root. */
+final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget)

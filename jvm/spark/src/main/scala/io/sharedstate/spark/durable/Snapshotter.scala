@@ -1,7 +1,6 @@
 package io.sharedstate.spark.durable
 
 import io.delta.tables.DeltaTable
-import io.sharedstate.core.State
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -17,15 +16,15 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * removed with Delta deletes (a new table version: older versions still read them until Delta's
  * VACUUM removes the files). So there are always `retained` points to recover from.
  */
-final class Snapshotter(spark: SparkSession, state: State, journal: DeltaJournal, log: DeltaChangelog,
+final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
     snapshots: SnapshotTable, retained: Int) extends Logging {
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
 
   def round(): SnapshotRound = synchronized {
     var written = 0
     (0 until state.partitionCount).foreach { p =>
-      val (bytes, (id, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, state.updateProgress))
-      if (!snapshots.ids(p).headOption.contains(id)) { snapshots.write(p, id, u, bytes); written += 1 }
+      val e = state.encode(p)
+      if (!snapshots.ids(p).headOption.contains(e.journalSeq)) { snapshots.write(p, e.journalSeq, e.updateProgress, e.bytes); written += 1 }
     }
     val (removed, trimmed) = retain()
     SnapshotRound(written, state.partitionCount - written, removed, trimmed)

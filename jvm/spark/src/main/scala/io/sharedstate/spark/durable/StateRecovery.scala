@@ -13,15 +13,23 @@ import java.util.concurrent.{Callable, Executors}
  * journal event.
  */
 object StateRecovery {
-  def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], threads: Int = 4): Long = {
-    val partitions = JournalPartition until state.partitionCount
-    val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
+  /**
+   * @param rebuilds the State partitions to rebuild (a cluster host rebuilds its own; the others stay
+   *                 empty, and the journal's events still replay the whole progress). Rows of no
+   *                 partition (a null key) belong to the host of their task's partition, as when staged.
+   */
+  def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], threads: Int = 4,
+      rebuilds: Int => Boolean = _ => true): Long = {
+    val n = state.partitionCount
+    val partitions = (0 until n).filter(rebuilds)
+    val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size + 1)))
     val (rows, restored) = try {
-      val snapshotReads = (0 until state.partitionCount).map { p =>
-        pool.submit((() => snapshots.flatMap(_.latest(p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
+      val snapshotReads = (0 until n).map { p =>
+        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(_.latest(p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
       }
-      val rowReads = partitions.map(p => pool.submit((() => log.readPartition(p)): Callable[IndexedSeq[ChangelogRow]]))
-      (rowReads.flatMap(_.get()), snapshotReads.map(_.get()))
+      val rowReads = (JournalPartition +: partitions).map(p => pool.submit((() => log.readPartition(p)): Callable[IndexedSeq[ChangelogRow]]))
+      (rowReads.flatMap(_.get()).filter(r => r.isEvent || r.partition != JournalPartition || rebuilds(math.floorMod(r.task, n))),
+        snapshotReads.map(_.get()))
     } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
@@ -49,6 +57,19 @@ object StateRecovery {
     }
     replay.finish()
     events.map(_.commitSeq.longValue).foldLeft(-1L)(math.max) + 1
+  }
+
+  /**
+   * The updates one epoch of a writer sent to `partitions` (null-key rows by their task's partition),
+   * per task in the order sent: what a host that took over partitions mid-epoch stages again.
+   */
+  def epochTasks(log: DeltaChangelog, partitionCount: Int, partitions: Seq[Int], writer: String,
+      epoch: Long): Seq[(Int, UpdateBatch)] = {
+    val owned = partitions.toSet
+    (JournalPartition +: partitions).flatMap(log.readPartition(_))
+      .filter(r => !r.isEvent && r.writer == writer && r.epoch == epoch &&
+        (r.partition != JournalPartition || owned(math.floorMod(r.task, partitionCount))))
+      .groupBy(_.task).toSeq.sortBy(_._1).map { case (task, rows) => task -> toBatch(rows.sortBy(_.seq)) }
   }
 
   private def toBatch(rows: Seq[ChangelogRow]): UpdateBatch = {

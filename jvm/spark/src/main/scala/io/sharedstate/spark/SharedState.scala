@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{SharedStateException, StateMetrics, StateSpec}
+import io.sharedstate.core.{StateMetrics, StateSpec}
 import io.sharedstate.spark.distributed.Coordinator
 import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -26,9 +26,8 @@ object SharedState {
     StateSchemas.of(spec) // both schemas must parse before anything is registered
     DurableStates.root(spark, Option(root)) match {
       case Some(r) =>
-        if (Coordinator.get.isDistributed) throw new SharedStateException(s"State '$name': durable States (root " +
-          s"'$r') work in local mode in this release; on a cluster, create the State without a root.")
-        DurableStates.create(spark, spec, r)
+        val coordinator = Coordinator.get
+        if (coordinator.isDistributed) coordinator.createDurable(spark, spec, r) else DurableStates.create(spark, spec, r)
       case None => Coordinator.get.create(spec)
     }
     new StateHandle(spark, name)

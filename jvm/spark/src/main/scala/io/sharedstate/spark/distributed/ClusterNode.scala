@@ -32,7 +32,14 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   def readerProgress(state: String, reader: String): Option[Long] = coordinator.readerProgress(state, reader)
 
-  def client(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
+  /** The client tasks use: routed by the current route, retried while a lost host's partitions move. */
+  def client(state: String): StateClient = new RecoveringStateClient(state, this)
+
+  /** Routed by the route this node knows now. */
+  def routed(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
+
+  /** `host` did not answer a request for `state`: the coordinator checks it (and rebuilds its partitions if it is lost). */
+  def hostUnreachable(state: String, host: HostId): Unit = coordinator.hostUnreachable(state, host)
 }
 
 object ClusterNode {
@@ -42,5 +49,7 @@ object ClusterNode {
     def updateProgress(state: String): Long
     def ensureReader(state: String, reader: String): Unit
     def readerProgress(state: String, reader: String): Option[Long]
+    /** Returns once `host` answers again or its partitions of a durable State live elsewhere; fails for an in-memory State's lost partitions. */
+    def hostUnreachable(state: String, host: HostId): Unit = ()
   }
 }

@@ -2,12 +2,13 @@ package io.sharedstate.spark.distributed
 
 import io.sharedstate.core.{SharedStateException, State, StateSpec}
 import io.sharedstate.spark.SharedStateRuntime
-import io.sharedstate.spark.durable.DurableStates
+import io.sharedstate.spark.durable.{DeltaJournal, DurableStates, PartitionSource, StateRecovery}
 import io.sharedstate.spark.distributed.Messages._
-import java.util.concurrent.{ConcurrentHashMap, ConcurrentSkipListMap}
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentSkipListMap, Executors}
 import java.util.concurrent.atomic.AtomicLong
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
+import org.apache.spark.scheduler.{SparkListener, SparkListenerExecutorRemoved}
 import org.apache.spark.sharedstate.RpcBridge
 import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
@@ -18,12 +19,21 @@ import scala.jdk.CollectionConverters._
  * at all. In a cluster it assigns each new State's partitions round-robin to the executors that
  * registered their host service (through [[SharedStatePlugin]], or lazily at their first State
  * access), keeps routes for tasks, and drives every host through [[DriverState]].
+ *
+ * Durable States work in a cluster too: the driver journals every step to the Delta changelog before
+ * the hosts hear of it, hosts rebuild their partitions from the tables when the State is opened, and
+ * when an executor is lost (Spark's executor-removed event, or a host that stops answering) its
+ * partitions are rebuilt on a live executor while the others keep serving.
  */
 final class Coordinator private (val sc: SparkContext, distributed: Boolean) extends RpcBridge.Handler with Logging {
   private val states = new ConcurrentHashMap[String, DriverState]()
-  private val routes = new ConcurrentHashMap[String, StateRoute]()
   private val hosts = new ConcurrentSkipListMap[String, HostId]()
+  private val lostHosts = ConcurrentHashMap.newKeySet[HostId]()
   private val incarnations = new AtomicLong()
+  // Recoveries and the requests that wait for them run here, not on the RPC dispatcher's threads.
+  private lazy val recoveries = Executors.newCachedThreadPool { (r: Runnable) =>
+    val t = new Thread(r, "sharedstate-recovery"); t.setDaemon(true); t
+  }
 
   /** This driver's node in the cluster (null in local mode): it hosts partitions only when no executor can. */
   private[distributed] val node: ClusterNode = if (!distributed) null else {
@@ -36,9 +46,16 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       override def ensureReader(state: String, reader: String): Unit = Coordinator.this.ensureReader(state, reader)
       override def readerProgress(state: String, reader: String): Option[Long] =
         Coordinator.this.state(state).readerProgress(reader)
+      override def hostUnreachable(state: String, host: HostId): Unit = checkHost(state, host)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
+    sc.addSparkListener(new SparkListener {
+      override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
+        Option(hosts.get(removed.executorId)).foreach { h =>
+          recoveries.submit((() => hostLost(h, s"executor removed: ${removed.reason}")): Runnable)
+        }
+    })
     self
   }
 
@@ -59,16 +76,94 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
         val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)))
         asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
         val state = new DriverState(new State(spec), Some((route, node)))
-        routes.put(spec.name, route)
         states.put(spec.name, state)
         logInfo(s"State ${spec.name}: ${spec.partitions} partition(s) on ${route.hosts.mkString(", ")}")
         state
       }
     }
 
+  /**
+   * Creates a durable State under `root`, or reopens it there: the driver's progress keeper replays
+   * the journal's events, and each host rebuilds its partitions from the tables (in parallel) before
+   * anyone can use the State. The tables must be on a file system every executor sees.
+   */
+  def createDurable(spark: SparkSession, spec: StateSpec, root: String): DriverState = synchronized {
+    val existing = states.get(spec.name)
+    if (existing != null) {
+      if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +
+        s"different definition (${existing.spec}); asked for $spec. Drop it first or use State.get.")
+      if (!existing.isDurable) throw new SharedStateException(s"State '${spec.name}' already exists in this " +
+        s"application without durability; drop it before creating it under $root.")
+      existing
+    } else {
+      val started = System.nanoTime()
+      val tables = DurableStates.tables(spark, spec, root)
+      val source = PartitionSource.of(tables)
+      val keeper = new State(spec)
+      val nextSeq = StateRecovery.replay(keeper, tables.log, None, rebuilds = _ => false)
+      val owners = hostsForNewState()
+      val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
+      val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray, Some(source))))
+      asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
+      val journal = new DeltaJournal(spec.name, tables.log, tables.target, nextSeq)
+      val state = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pickHost)))
+      DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
+      states.put(spec.name, state)
+      logInfo(s"State ${spec.name}: durable under $root, ${spec.partitions} partition(s) opened on " +
+        s"${route.hosts.mkString(", ")} in ${(System.nanoTime() - started) / 1000000} ms")
+      state
+    }
+  }
+
+  /**
+   * `host` is gone: every durable State's partitions on it are rebuilt on live hosts (an in-memory
+   * State's are lost; requests for them fail naming the host). Runs once per host.
+   */
+  def hostLost(host: HostId, why: String): Unit = {
+    if (lostHosts.add(host)) {
+      hosts.remove(host.executorId, host)
+      logWarning(s"sharedstate host lost: $host ($why)")
+    }
+    states.values.asScala.foreach { s =>
+      if (s.isDurable) s.recover(host)
+      else if (s.owners.contains(host)) logError(s"State ${s.name}: partition(s) on lost $host are lost (an in-memory " +
+        "State is not rebuilt; create it with a root to make it durable)")
+    }
+  }
+
+  // Checks a host a task could not reach: if it answers, the failure was passing; else it is lost.
+  private def checkHost(state: String, host: HostId): Boolean = {
+    val alive = !lostHosts.contains(host) && scala.util.Try(scala.concurrent.Await.result(node.link(host).ask(Ping),
+      scala.concurrent.duration.Duration(10, "s"))).isSuccess
+    if (!alive) {
+      hostLost(host, "it did not answer a task")
+      val s = this.state(state)
+      if (!s.isDurable) throw new SharedStateException(s"State '$state' partition(s) " +
+        s"${s.owners.indices.filter(s.owners(_) == host).mkString(", ")} were hosted by $host, which is lost; an in-memory " +
+        "State's partitions are not rebuilt: re-create the State or restart the application (a State with a root is rebuilt).")
+    }
+    alive
+  }
+
+  // The live host with the fewest of the State's partitions (a replacement executor that registered
+  // takes them first); the driver if no executor is left.
+  private def pickHost(route: StateRoute, lost: HostId): HostId = {
+    val live = hosts.values.asScala.toSeq.filterNot(h => h == lost || lostHosts.contains(h))
+    if (live.isEmpty) node.localHost.id
+    else live.minBy(h => (route.owners.count(_ == h), h.executorId))
+  }
+
   def state(name: String): DriverState =
     if (!distributed) new DriverState(localState(name), None)
-    else Option(states.get(name)).getOrElse(throw unknown(name))
+    else Option(states.get(name)).orElse(openDurable(name)).getOrElse(throw unknown(name))
+
+  // Cluster mode: a durable State not opened yet in this application is opened from the session's root.
+  private def openDurable(name: String): Option[DriverState] = {
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    session.flatMap { s =>
+      DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r).map(spec => createDurable(s, spec, r)))
+    }
+  }
 
   // Local mode: a durable State not opened yet in this application is opened from the root of the
   // session (streaming query threads may have no active session, so the default one is asked too).
@@ -78,7 +173,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.open(s, name, r)))
     }.getOrElse(SharedStateRuntime.registry.get(name))
 
-  def route(name: String): StateRoute = Option(routes.get(name)).getOrElse(throw unknown(name))
+  def route(name: String): StateRoute = state(name).route
 
   def names: Seq[String] = if (!distributed) SharedStateRuntime.registry.names else states.keySet.asScala.toSeq.sorted
 
@@ -87,7 +182,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     if (!distributed) { DurableStates.forget(name); SharedStateRuntime.registry.drop(name) }
     else synchronized {
       val state = states.remove(name)
-      routes.remove(name)
+      DurableStates.forget(name)
       if (state != null) {
         val everyone = (hosts.values.asScala.toSeq :+ node.localHost.id).distinct
         everyone.map(h => h -> node.link(h).ask(Drop(name))).foreach { case (h, f) =>
@@ -113,7 +208,9 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       hosts.synchronized { hosts.put(id.executorId, id); hosts.notifyAll() }
       logInfo(s"sharedstate host registered: $id")
       true
-    case GetRoute(name) => route(name)
+    // Both may wait for partitions being rebuilt: answered later, from the recovery pool.
+    case GetRoute(name) => CompletableFuture.supplyAsync(() => route(name), recoveries)
+    case HostUnreachable(name, host) => CompletableFuture.supplyAsync(() => Boolean.box(checkHost(name, host)), recoveries)
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
     case GetReaderProgress(name, reader) => state(name).readerProgress(reader)

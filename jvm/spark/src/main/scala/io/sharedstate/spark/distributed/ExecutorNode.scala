@@ -17,6 +17,7 @@ object ExecutorNode extends Logging {
 
   def start(host: String): ClusterNode = synchronized {
     if (node == null) {
+      ExecutorClasspath.ensurePackages()
       val conf = RpcBridge.env.get.conf
       val s = RpcBridge.newServer("sharedstate-host", host, conf)
       val (driverHost, driverPort) = RpcBridge.driverAddress(conf)
@@ -30,6 +31,8 @@ object ExecutorNode extends Logging {
         override def ensureReader(state: String, reader: String): Unit = HostLink.call[Any](coordinator, EnsureReader(state, reader))
         override def readerProgress(state: String, reader: String): Option[Long] =
           HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
+        override def hostUnreachable(state: String, host: HostId): Unit =
+          HostLink.call[Any](coordinator, HostUnreachable(state, host))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

@@ -31,8 +31,9 @@ object HostLink {
 
   /**
    * Waits for a host's answer. A SharedStateException raised by the host is rethrown as it is; any
-   * other failure (the executor is gone, the connection was refused) names the State and the
-   * partitions that host owns, because they are lost: this version does not rebuild them.
+   * other failure (the executor is gone, the connection was refused) is a [[HostUnreachableException]]
+   * naming the State and the partitions that host owns (a durable State's are rebuilt elsewhere, see
+   * [[RecoveringStateClient]]).
    */
   def await[T](future: Future[Any], host: HostId, state: String, partitions: => Seq[Int]): T =
     try Await.result(future, Duration.Inf).asInstanceOf[T]
@@ -40,10 +41,7 @@ object HostLink {
       case e: Throwable =>
         sharedStateCause(e) match {
           case Some(s) => throw s
-          case None => throw new SharedStateException(
-            s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
-              s"(${e.getClass.getSimpleName}: ${e.getMessage}). If the executor was lost, its State partitions are " +
-              "lost with it (they are not rebuilt yet): re-create the State or restart the application.", e)
+          case None => throw new HostUnreachableException(host, state, partitions, e)
         }
     }
 
@@ -55,3 +53,11 @@ object HostLink {
   private def sharedStateCause(e: Throwable): Option[SharedStateException] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case s: SharedStateException => s }
 }
+
+/** A host did not answer (its executor is gone, or the connection failed). */
+final class HostUnreachableException(val host: HostId, state: String, partitions: Seq[Int], cause: Throwable)
+  extends SharedStateException(
+    s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
+      s"(${cause.getClass.getSimpleName}: ${cause.getMessage}). If the executor was lost, a durable State's partitions " +
+      "are rebuilt on a live executor; an in-memory State's are lost with it: re-create the State or restart the application.",
+    cause)

@@ -1,9 +1,11 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{FetchAnswer, SharedStateException, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.{FetchAnswer, SharedStateException, State, StateMetrics, StateSpec, UpdateBatch}
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages._
+import io.sharedstate.spark.durable.PartitionSource
 import java.util.concurrent.ConcurrentHashMap
+import org.apache.spark.internal.Logging
 import org.apache.spark.sharedstate.RpcBridge
 import scala.collection.immutable.BitSet
 import scala.jdk.CollectionConverters._
@@ -14,13 +16,20 @@ import scala.jdk.CollectionConverters._
  * of a State the same lifecycle steps in the same order, so each host's U equals the driver's.
  * Requests name the State's incarnation and stay inside the host's partitions, so a stale or
  * misrouted request fails instead of answering from an empty partition.
+ *
+ * A durable State's partitions are rebuilt from its tables when hosted (after a driver restart) or
+ * adopted from a lost host (see [[Adopted]]).
  */
-final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler {
+final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler with Logging {
   import HostService.Hosted
   private val hosted = new ConcurrentHashMap[String, Hosted]()
 
   override def handle(message: Any): Any = message match {
-    case Host(spec, incarnation, partitions) => host(spec, incarnation, partitions); true
+    case Host(spec, incarnation, partitions, source) => host(spec, incarnation, partitions, source); true
+    case Adopt(spec, incarnation, partitions, source) => adopt(spec, incarnation, partitions, source); true
+    case Ping => true
+    case EncodePartition(state, inc, partition) =>
+      val h = hostedState(state, inc); h.check(partition); h.state.snapshotPartition(partition)
     case Drop(state) => drop(state); true
     case m: Lifecycle => lifecycle(m)
     case Stage(state, inc, writer, epoch, task, keys, times, values, rejected) =>
@@ -34,8 +43,8 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
-    case GetRejected(state, inc) => hostedState(state, inc).state.rejectedUpdates.toArray
-    case GetMetrics(state, inc) => hostedState(state, inc).state.metrics
+    case GetRejected(state, inc) => val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
+    case GetMetrics(state, inc) => val h = hostedState(state, inc); h.adopted.addTo(h.state.metrics)
     case other => throw new SharedStateException(s"sharedstate host $id: unknown message ${other.getClass.getName}.")
   }
 
@@ -73,14 +82,42 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
 
   def hostedNames: Seq[String] = hosted.keySet.asScala.toSeq.sorted
 
-  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int]): Unit =
+  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource]): Unit =
     hosted.compute(spec.name, (_, old) => {
       if (old != null && old.incarnation == incarnation) old
       else {
         if (old != null) old.state.close()
-        Hosted(incarnation, new State(spec), BitSet(partitions.toIndexedSeq: _*), id)
+        val state = new State(spec)
+        source.foreach(rebuild(state, partitions, _))
+        new Hosted(incarnation, state, BitSet(partitions.toIndexedSeq: _*), id, source)
       }
     })
+
+  // Adopted partitions are rebuilt in a State of their own (its progress replayed from the journal,
+  // equal to this host's, since the coordinator holds commits meanwhile), then moved into the live one.
+  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource): Unit = {
+    val current = hosted.get(spec.name)
+    if (current == null || current.incarnation != incarnation) host(spec, incarnation, partitions, Some(source))
+    else {
+      val rebuilt = new State(spec)
+      rebuild(rebuilt, partitions, source)
+      partitions.foreach { p =>
+        current.state.restorePartition(io.sharedstate.core.codec.SnapshotCodec.decode(rebuilt.snapshotPartition(p)))
+      }
+      current.adopted.add(rebuilt, current.state, partitions)
+      rebuilt.close()
+      current.partitions = current.partitions ++ partitions
+    }
+    // What tasks staged for these partitions before they moved was staged at the lost host.
+    hosted.get(spec.name).restageFirstCommits()
+  }
+
+  private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Unit = {
+    val started = System.nanoTime()
+    source.rebuild(state, partitions.toSet)
+    logInfo(s"State ${state.name}: partition(s) ${partitions.mkString(", ")} rebuilt on $id from ${source.changelogPath} " +
+      s"in ${(System.nanoTime() - started) / 1000000} ms")
+  }
 
   private def drop(state: String): Unit = {
     val old = hosted.remove(state)
@@ -93,7 +130,9 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     m match {
       case RegisterWriter(_, _, w) => s.registerWriter(w); true
       case CheckNotLate(_, _, w, e) => s.checkNotLate(w, e); true
-      case CommitEpoch(_, _, w, e, p) => val o = s.commitEpoch(w, e, p); Committed(o.accepted, o.rejected)
+      case CommitEpoch(name, inc, w, e, p) =>
+        hostedState(name, inc).restageIfNeeded(w, e)
+        val o = s.commitEpoch(w, e, p); Committed(o.accepted, o.rejected)
       case AbortEpoch(_, _, w, e) => s.abortEpoch(w, e); true
       case FinishWriter(_, _, w) => s.finishWriter(w); true
       case DeregisterWriter(_, _, w) => s.deregisterWriter(w); true
@@ -108,8 +147,8 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     val h = hosted.get(state)
     if (h == null || h.incarnation != incarnation) throw new SharedStateException(
       s"State '$state' is not hosted by $id" + (if (h == null) "" else " in this incarnation") +
-        ": it was dropped (or re-created) since this request was routed, or this executor replaced a lost one. " +
-        "Lost State partitions are not rebuilt yet; re-create the State or restart the application.")
+        ": it was dropped (or re-created) since this request was routed, or this executor replaced a lost one " +
+        "(an in-memory State's lost partitions are not rebuilt: re-create the State or restart the application).")
     h
   }
 }
@@ -118,9 +157,56 @@ object HostService {
   /** The endpoint name of a host's service (on the host's own RPC environment). */
   val Endpoint = "sharedstate-host"
 
-  private final case class Hosted(incarnation: Long, state: State, partitions: BitSet, host: HostId) {
+  private final class Hosted(val incarnation: Long, val state: State, @volatile var partitions: BitSet, host: HostId,
+      source: Option[PartitionSource]) {
+    val adopted = new Adopted
+    @volatile private var restage = false
+    private val restaged = ConcurrentHashMap.newKeySet[String]()
+
     def check(partition: Int): Unit = if (!partitions.contains(partition)) throw new SharedStateException(
       s"State '${state.name}' partition $partition is not hosted by $host (it hosts ${partitions.mkString(", ")}); " +
         "the request was misrouted.")
+
+    def restageFirstCommits(): Unit = { restaged.clear(); restage = true }
+
+    /**
+     * After an adoption, each writer's next epoch is staged again from the changelog (the coordinator
+     * committed it there before sending the commit): the tasks that ran before the move staged their
+     * updates of the adopted partitions at the lost host. Each task's batch replaces its earlier one.
+     */
+    def restageIfNeeded(writer: String, epoch: Long): Unit =
+      if (restage && restaged.add(writer) && epoch > state.lastCommittedEpoch(writer)) source.foreach { s =>
+        s.epochTasks(state.partitionCount, partitions.toSeq, writer, epoch).foreach { case (task, batch) =>
+          state.stage(writer, epoch, task, batch)
+        }
+      }
+  }
+
+  /**
+   * What the adopted partitions' rebuild counted that the live State's own counters do not hold: the
+   * rejected updates, applied counts and per-writer counts the lost host had for them.
+   */
+  private final class Adopted {
+    @volatile private var extra = (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)])
+
+    def rejected: Seq[io.sharedstate.core.RejectedUpdate] = extra._1
+
+    def add(rebuilt: State, live: State, partitions: Array[Int]): Unit = synchronized {
+      val applied = partitions.map(p => rebuilt.partition(p).updatesApplied - live.partition(p).updatesApplied).sum
+      val counts = rebuilt.metrics.writerCounts
+      val (r, a, w) = extra
+      extra = (r ++ rebuilt.rejectedUpdates, a + applied, (w.keySet ++ counts.keySet).map { k =>
+        val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+      }.toMap)
+    }
+
+    def addTo(m: StateMetrics): StateMetrics = {
+      val (r, a, w) = extra
+      if (r.isEmpty && a == 0L && w.isEmpty) m
+      else m.copy(updatesApplied = m.updatesApplied + a, updatesRejected = m.updatesRejected + r.size,
+        writerCounts = (m.writerCounts.keySet ++ w.keySet).map { k =>
+          val (x1, y1) = m.writerCounts.getOrElse(k, (0L, 0L)); val (x2, y2) = w.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+        }.toMap)
+    }
   }
 }

@@ -2,6 +2,7 @@ package io.sharedstate.spark.distributed
 
 import io.sharedstate.core.{RejectedUpdate, StateSpec}
 import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.spark.durable.PartitionSource
 
 /** The RPC messages between the driver's coordinator and the hosts (Java-serialised by Spark's RPC). */
 object Messages {
@@ -12,9 +13,22 @@ object Messages {
   /** Registers `reader` on the State unless it is registered (a task of a continuous fetch join). */
   final case class EnsureReader(state: String, reader: String)
   final case class GetReaderProgress(state: String, reader: String)
+  /**
+   * A task could not reach `host` for State `state`: the coordinator checks it, and if it is gone,
+   * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
+   */
+  final case class HostUnreachable(state: String, host: HostId)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
-  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int])
+  /** Hosts `partitions`; with a source (a durable State) they are first rebuilt from its tables. */
+  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource] = None)
+  /**
+   * Takes over `partitions` of a lost host: rebuilt from the tables up to the journal's end (the
+   * coordinator holds every commit meanwhile) and added to what the host serves.
+   */
+  final case class Adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource)
+  /** Is the host alive (answered by every host)? */
+  case object Ping
   final case class Drop(state: String)
 
   /** One lifecycle step of a State's writers or readers, applied to the host's State. */
@@ -48,6 +62,8 @@ object Messages {
   final case class ScanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long)
   final case class GetRejected(state: String, incarnation: Long)
   final case class GetMetrics(state: String, incarnation: Long)
+  /** One partition encoded for a snapshot (SnapshotCodec), at a commit boundary (the coordinator holds commits). */
+  final case class EncodePartition(state: String, incarnation: Long, partition: Int)
 
   /** Applied pairs of one partition as of a time: per key, the newest pair at or before it. */
   final case class StoredPairs(keys: Array[Array[Byte]], times: Array[Long], values: Array[Array[Byte]]) {

@@ -66,7 +66,10 @@ object SharedStateApi {
     "rule" -> s.spec.updateRule,
     "time_column" -> StateSchemas.of(s.spec).timeColumn,
     "hosts" -> s.owners.map(_.executorId).asJava,
-    "root" -> DurableStates.rootOf(s.spec.name).orNull).asJava)
+    "root" -> DurableStates.rootOf(s.spec.name).orNull,
+    // partitions rebuilt on another executor after theirs was lost (cluster mode, durable States)
+    "moves" -> s.moves.map(m => Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from.executorId,
+      "to" -> m.to.executorId, "millis" -> m.millis).asJava).asJava).asJava)
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

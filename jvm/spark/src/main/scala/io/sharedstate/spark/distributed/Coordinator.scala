@@ -133,8 +133,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
 
   // Checks a host a task could not reach: if it answers, the failure was passing; else it is lost.
   private def checkHost(state: String, host: HostId): Boolean = {
-    val alive = !lostHosts.contains(host) && scala.util.Try(scala.concurrent.Await.result(node.link(host).ask(Ping),
-      scala.concurrent.duration.Duration(10, "s"))).isSuccess
+    val alive = !lostHosts.contains(host) && HostLink.answers(node.link(host))
     if (!alive) {
       hostLost(host, "it did not answer a task")
       val s = this.state(state)

@@ -182,7 +182,7 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
       val asked = route.hosts.map(h => h -> node.link(h).ask(message))
       val answers = asked.map { case (h, f) =>
         try Right(HostLink.await[Any](f, h, name, route.partitionsOf(h)))
-        catch { case e: HostUnreachableException if durable.isDefined => Left(e) }
+        catch { case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(h)) => Left(e) }
       }
       val lost = answers.collect { case Left(e) => e }
       if (lost.isEmpty) answers.collect { case Right(a) => a }
@@ -196,7 +196,10 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
   }
 
   private def retryingLost[T](body: () => T): T =
-    try body() catch { case e: HostUnreachableException if durable.isDefined => recover(e.host); body() }
+    try body() catch {
+      case e: HostUnreachableException if durable.isDefined && !HostLink.answers(cluster.get._2.link(e.host)) =>
+        recover(e.host); body()
+    }
 
   /** The keeper's journal: the Delta changelog first, then every host, then (on return) the keeper applies. */
   private final class ClusterJournal(delta: DeltaJournal) extends StateJournal {

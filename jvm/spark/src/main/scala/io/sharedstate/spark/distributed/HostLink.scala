@@ -38,6 +38,7 @@ object HostLink {
   def await[T](future: Future[Any], host: HostId, state: String, partitions: => Seq[Int]): T =
     try Await.result(future, Duration.Inf).asInstanceOf[T]
     catch {
+      case e: InterruptedException => throw e // this thread was stopped (a query stopping), the host is fine
       case e: Throwable =>
         sharedStateCause(e) match {
           case Some(s) => throw s
@@ -49,6 +50,10 @@ object HostLink {
   def call[T](peer: RpcBridge.Peer, message: Any): T =
     try Await.result(peer.ask(message), Duration.Inf).asInstanceOf[T]
     catch { case e: Throwable => throw sharedStateCause(e).getOrElse(e) }
+
+  /** Does `host` answer a ping within `seconds`? */
+  def answers(link: HostLink, seconds: Int = 10): Boolean =
+    scala.util.Try(Await.result(link.ask(Messages.Ping), Duration(seconds.toLong, "s"))).isSuccess
 
   private def sharedStateCause(e: Throwable): Option[SharedStateException] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case s: SharedStateException => s }

@@ -1,0 +1,119 @@
+"""kill -9 of one executor JVM of a local-cluster[2,1,1024] application with a durable State, mid-stream:
+Spark retries the failed tasks, the State partitions the executor hosted are rebuilt on the live one
+from the Delta changelog, and both streams go on. The final State and the fetch-join output (a
+Parquet file sink) equal the oracle (pandas merge_asof over the accepted updates): nothing lost,
+nothing duplicated. The application runs in a subprocess (it/apps/durable_cluster_app.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle, write_batches
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "it/apps/durable_cluster_app.py"
+
+
+def committed_epochs(workdir: Path, name: str) -> int:
+    log = workdir / "root" / name / "changelog" / "_delta_log"
+    return len(list(log.glob("*.json"))) if log.is_dir() else 0
+
+
+def output_batches(workdir: Path) -> int:
+    meta = workdir / "out" / "_spark_metadata"
+    return len([p for p in meta.iterdir() if p.name.isdigit()]) if meta.is_dir() else 0
+
+
+def executor_pid(app_id: str, executor_id: str) -> int:
+    """The pid of this application's executor JVM `executor_id` (its command line names both)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = [a.decode(errors="replace") for a in args]
+        if any(a.endswith("CoarseGrainedExecutorBackend") for a in text) and app_id in text and \
+                "--executor-id" in text and text[text.index("--executor-id") + 1] == executor_id:
+            return int(proc.name)
+    raise AssertionError(f"no executor {executor_id} of {app_id} found")
+
+
+def norm(df: pd.DataFrame) -> pd.DataFrame:
+    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
+    for c in ("ts", "value_time"):
+        out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
+    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
+    return out.sort_values("event_id").reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_oracle(tmp_path):
+    import pyspark
+
+    name = "clustered"
+    work = make_workload(seed=77, keys=15, changes_per_key=8, events=500, late_fraction=0.1)
+    write_batches(tmp_path / "updates", work.update_batches)
+    write_batches(tmp_path / "events", work.event_batches)
+    accepted = accepted_updates(work)
+    expected = oracle(work.events, accepted, time_column="value_time")
+    probes = [str(t.tz_convert(None)) for t in (pd.Timestamp(s, unit="s", tz="UTC") for s in (60, 300, 599))]
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
+                           env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    app_id = None
+    try:
+        deadline = time.monotonic() + 600
+        while not ((tmp_path / "started.json").exists() and committed_epochs(tmp_path, name) >= 6
+                   and output_batches(tmp_path) >= 2):
+            assert app.poll() is None, "the application ended before the kill: " + app.stdout.read()[-5000:]
+            assert time.monotonic() < deadline, "no progress before the kill"
+            time.sleep(0.2)
+        started = json.loads((tmp_path / "started.json").read_text())
+        app_id, hosts = started["app_id"], started["hosts"]
+        assert len(set(hosts)) == 2, f"both executors host partitions: {hosts}"
+        victim = hosts[0]
+        os.kill(executor_pid(app_id, victim), signal.SIGKILL)
+        epochs_at_kill = committed_epochs(tmp_path, name)
+        output, _ = app.communicate(timeout=900)
+    finally:
+        if app.poll() is None:
+            app.kill()
+        if app_id:
+            shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / app_id, ignore_errors=True)
+    assert app.returncode == 0, output[-8000:]
+    assert epochs_at_kill < len(work.update_batches), "the kill came after every update was committed"
+    final = json.loads((tmp_path / "final.json").read_text())
+
+    # The victim's partitions moved: the owner map no longer names it, and the moves say where to.
+    described = final["described"]
+    lost = [p for p, h in enumerate(hosts) if h == victim]
+    assert victim not in described["hosts"], described
+    moved = [p for m in described["moves"] if m["from"] == victim for p in m["partitions"]]
+    assert sorted(moved) == lost, described["moves"]
+    print("partition moves:", described["moves"])
+
+    got = pd.read_parquet(tmp_path / "joined.parquet")
+    assert got["event_id"].is_unique, "an event was emitted twice"
+    assert len(got) == len(work.events)
+    got = got.rename(columns={[c for c in got.columns if c.endswith("_time")][0]: "value_time"})
+    pd.testing.assert_frame_equal(norm(got), norm(expected), check_dtype=False)
+    assert final["updates_rejected"] == len(expected_late(work)) > 0
+    assert final["updates_applied"] == len(accepted[accepted["ts"] < pd.Timestamp(final["update"])])
+    for t in probes:
+        upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)
+        assert final["as_of"][t] == sorted([a, c] for a, c in zip(upto["ad_id"], upto["campaign"])), t

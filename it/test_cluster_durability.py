@@ -2,7 +2,9 @@
 Spark retries the failed tasks, the State partitions the executor hosted are rebuilt on the live one
 from the Delta changelog, and both streams go on. The final State and the fetch-join output (a
 Parquet file sink) equal the oracle (pandas merge_asof over the accepted updates): nothing lost,
-nothing duplicated. The application runs in a subprocess (it/apps/durable_cluster_app.py).
+nothing duplicated. Then a second application on the same root (a driver restart) rebuilds the
+State on its executors and answers the same. The application runs in a subprocess
+(it/apps/durable_cluster_app.py).
 """
 
 from __future__ import annotations
@@ -114,6 +116,25 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     pd.testing.assert_frame_equal(norm(got), norm(expected), check_dtype=False)
     assert final["updates_rejected"] == len(expected_late(work)) > 0
     assert final["updates_applied"] == len(accepted[accepted["ts"] < pd.Timestamp(final["update"])])
-    for t in probes:
-        upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)
-        assert final["as_of"][t] == sorted([a, c] for a, c in zip(upto["ad_id"], upto["campaign"])), t
+    def answers_equal_the_oracle(final: dict) -> None:
+        for t in probes:
+            upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)
+            assert final["as_of"][t] == sorted([a, c] for a, c in zip(upto["ad_id"], upto["campaign"])), t
+
+    answers_equal_the_oracle(final)
+
+    # A new application on the same root and checkpoints (a driver restart): each executor rebuilds
+    # its partitions from the tables; nothing is left to process, and the State answers as before.
+    (tmp_path / "final.json").unlink()
+    (tmp_path / "started.json").unlink()
+    again = subprocess.run([sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
+                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    restarted_id = json.loads((tmp_path / "started.json").read_text())["app_id"]
+    shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / restarted_id, ignore_errors=True)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-8000:]
+    reopened = json.loads((tmp_path / "final.json").read_text())
+    assert len(set(reopened["described"]["hosts"])) == 2 and reopened["described"]["moves"] == []
+    assert reopened["update"] == final["update"]
+    assert reopened["updates_rejected"] == final["updates_rejected"]
+    answers_equal_the_oracle(reopened)
+    assert len(pd.read_parquet(tmp_path / "joined.parquet")) == len(work.events), "no event emitted twice"

@@ -20,18 +20,22 @@ object ContinuousFetchJoin {
     events.mapPartitions(new ContinuousFetchFunction(spec))(Encoders.row(spec.outputSchema))
 }
 
-final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] => Iterator[Row]) with Serializable {
+/** `clientOf` finds the State's client in the task's JVM (tests put a stand-in there). */
+final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
+  extends (Iterator[Row] => Iterator[Row]) with Serializable {
   @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
   @transient private lazy val cells = new FetchAnswerCells(spec)
 
   override def apply(events: Iterator[Row]): Iterator[Row] = {
-    val state = StateClient.of(spec.stateName)
+    val state = clientOf(spec.stateName)
     ContinuousFetchReaders.ensure(state)
     new AnswerIterator(state, events)
   }
 
+  // Answers complete on other threads (the one that advances U, RPC replies); they are turned into
+  // rows here, on the task thread: Spark's deserializers (in `cells`) are not thread-safe.
   private final class AnswerIterator(state: StateClient, events: Iterator[Row]) extends Iterator[Row] {
-    private val ready = new LinkedBlockingQueue[Either[Throwable, Row]]()
+    private val ready = new LinkedBlockingQueue[(Row, Either[Throwable, FetchAnswer])]()
     private var outstanding = 0
     private var nextRow: Row = _
 
@@ -53,27 +57,24 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] 
       r
     }
 
-    private def take(done: Either[Throwable, Row]): Unit = {
+    private def take(done: (Row, Either[Throwable, FetchAnswer])): Unit = {
       outstanding -= 1
-      done match {
+      val (event, result) = done
+      result match {
         case Left(e) => throw e
-        case Right(row) => nextRow = row // null: an inner join dropped the event
+        case Right(answer) =>
+          val c = cells(answer, event.get(spec.timeOrdinal))
+          // null: an inner join drops the event
+          nextRow = if (c.matched || !spec.inner) Row.fromSeq(event.toSeq ++ c.values) else null
       }
     }
 
     private def issue(event: Row): Unit = {
       val key = Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))
       val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
-      val timeValue = event.get(spec.timeOrdinal)
       outstanding += 1
-      state.fetchAsync(spec.rule.request(k, EventTimes.micros(timeValue), spec.mode, spec.valueType)).whenComplete {
-        (answer: FetchAnswer, error: Throwable) =>
-          if (error != null) ready.add(Left(error))
-          else {
-            val c = cells(answer, timeValue)
-            ready.add(Right(if (c.matched || !spec.inner) Row.fromSeq(event.toSeq ++ c.values) else null))
-          }
-      }
+      state.fetchAsync(spec.rule.request(k, EventTimes.micros(event.get(spec.timeOrdinal)), spec.mode, spec.valueType))
+        .whenComplete((answer: FetchAnswer, error: Throwable) => ready.add(event -> (if (error != null) Left(error) else Right(answer))))
     }
   }
 }

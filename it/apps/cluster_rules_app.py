@@ -17,29 +17,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from app_support import check_running, cluster_session, drained, finish, key_partitions, save, wait_until
 import pandas as pd
+from app_support import check_running, cluster_session, drained, finish, key_partitions, save, wait_until
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import EVENT_SCHEMA, make_workload, write_batches
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/tests"))
+from oracles import NUMERIC_UPDATES, numeric  # noqa: E402 - the input conversion the local tests use
+
 WINDOW = "90 seconds"
 STALENESS = "60 seconds"
 AGGREGATES = ("range", "sum", "count", "avg")
-NUMERIC_UPDATES = "ad_id STRING, ts TIMESTAMP, v BIGINT"
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
 spark = cluster_session("sharedstate-cluster-rules-it", **{"spark.sql.shuffle.partitions": "2"})
 records: dict = {"app_id": spark.sparkContext.applicationId}
-
-
-def numeric(frame):
-    """AdCamp updates with numbers (python/tests/oracles.numeric; the app runs outside pytest)."""
-    out_frame = frame.copy()
-    out_frame["v"] = out_frame.pop("campaign").map(lambda c: int(c[4:]) if c.startswith("camp") else 0).astype("int64")
-    return out_frame
-
 
 work = make_workload(seed, events=400)
 batches = [numeric(b) for b in work.update_batches]

@@ -64,13 +64,21 @@ timeline: list = []  # (seconds since the writer started, U, pending fetches, an
 
 def enough() -> bool:
     check_running(*queries)
-    p = state.progress()
-    answered, newest = spark.table("joined").agg(F.count("*"), F.max("ts")).collect()[0]
+    p = state.progress()  # cheap (no Spark job): sampled often, to see events wait
+    answered, newest = None, None
+    if p["updates_applied"] >= APPLIED:
+        answered, newest = spark.table("joined").agg(F.count("*"), F.max("ts")).collect()[0]
     timeline.append((round(time.time() - base_us / 1e6, 1), str(p["update"]), p["pending_fetches"], answered, str(newest)))
-    return p["updates_applied"] >= APPLIED and answered >= ANSWERS
+    return answered is not None and answered >= ANSWERS
 
 
-wait_until(enough, 300, f"{ANSWERS} answered events and {APPLIED} applied updates")
+wait_until(enough, 300, f"{ANSWERS} answered events and {APPLIED} applied updates", interval=0.2)
+# Update times run 5 s (lag + lateness) behind the events', so once the join keeps up with its
+# input, events wait in the pending queues; sample a little longer if no poll has seen one yet.
+deadline = time.monotonic() + 30
+while max(t[2] for t in timeline) == 0 and time.monotonic() < deadline:
+    timeline.append((round(time.time() - base_us / 1e6, 1), None, state.progress()["pending_fetches"], None, None))
+    time.sleep(0.2)
 records["timeline"] = timeline
 records["pending_max"] = max(t[2] for t in timeline)
 writer.stop()

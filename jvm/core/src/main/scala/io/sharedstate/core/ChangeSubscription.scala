@@ -42,6 +42,9 @@ final class ChangeSubscription private[core] (feed: ChangeFeed, val id: Long, pr
     else seamChanges(from, math.min(until, joinedAt)) ++ fromFeed
   }
 
+  /** Changes from here on can still be read (what is below was committed). */
+  def keptFrom: Long = floor
+
   /** Waits (at most `timeoutMs`) until [[completeThrough]] passes `beyond`; returns it. */
   def awaitBeyond(beyond: Long, timeoutMs: Long): Long = { checkOpen(); feed.awaitBeyond(beyond, timeoutMs) }
 

@@ -43,6 +43,9 @@ final class State(val spec: StateSpec) {
   @volatile private var f: Long = EventTime.MinusInfinity
   private var lastFiniteU: Long = EventTime.MinusInfinity
   @volatile private var journal: StateJournal = null
+  @volatile private var feed: ChangeFeed = null // while a change subscription is open
+  /** Pairs per partition the change feed holds for its slowest subscription (tests make it small). */
+  private[core] var changeFeedCapacity: Int = ChangeFeed.DefaultCapacity
   @volatile private var sweeper: ScheduledFuture[_] =
     if (spec.compactionIntervalMs > 0) CompactionScheduler.schedule(this, spec.compactionIntervalMs) else null
 
@@ -288,6 +291,41 @@ final class State(val spec: StateSpec) {
     changes
   }
 
+  /**
+   * Every partition's applied pairs with from <= timestamp < until, in (timestamp, partition, key
+   * bytes) order: the order of the change feed. Same bounds as [[changes]].
+   */
+  def mergedChanges(from: Long, until: Long): Array[Change] = {
+    val all = Array.concat(parts.indices.map(changes(_, from, until)): _*)
+    java.util.Arrays.sort(all, Ordering.by[Change, Long](_.time)) // stable: partition, then key order within a time
+    all
+  }
+
+  /**
+   * Subscribes to the change feed (see [[ChangeFeed]]): every final pair at or after `from`, once, in
+   * (timestamp, partition, key bytes) order, delivered as U passes it. The first subscription creates
+   * the feed; closing the last one drops it. `from` must not be below F (see [[changes]]).
+   */
+  def subscribeChanges(from: Long): ChangeSubscription = underCommitLock {
+    if (feed == null) feed = new ChangeFeed(spec.name, parts.length, u, changeFeedCapacity)
+    val joined = feed
+    joined.subscribe(from, mergedChanges, sub => underCommitLock {
+      joined.unsubscribe(sub)
+      if ((feed eq joined) && joined.subscriptionCount == 0) feed = null
+    })
+  }
+
+  /** Whether a change feed runs (some subscription is open). */
+  def hasChangeFeed: Boolean = feed != null
+
+  private[core] def changeFeed: ChangeFeed = feed
+
+  /** The open change subscription `id` (a task finds its query's subscription by id). */
+  def changeSubscription(id: Long): ChangeSubscription =
+    Option(feed).flatMap(_.subscription(id)).getOrElse(throw new SharedStateException(
+      s"State '${spec.name}' has no open change subscription $id: its change-stream query stopped, or the State " +
+        "was re-created since the batch was planned."))
+
   // ---- durability ----
 
   /**
@@ -397,6 +435,10 @@ final class State(val spec: StateSpec) {
     val s = sweeper
     if (s != null) { s.cancel(false); sweeper = null }
     pending.failAll(new SharedStateException(s"State '${spec.name}' was dropped while this fetch waited for U."))
+    underCommitLock {
+      if (feed != null) feed.close(s"State '${spec.name}' was dropped.")
+      feed = null
+    }
   }
 
   // ---- internals ----
@@ -464,8 +506,20 @@ final class State(val spec: StateSpec) {
     if (newU > u) {
       val horizon = math.min(f, newU)
       val busy = parts.count(_.stagedCount > 0)
-      if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
-      else parts.foreach(_.applyBefore(newU, horizon, reject))
+      val subscribed = feed
+      if (subscribed == null) {
+        if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
+        else parts.foreach(_.applyBefore(newU, horizon, reject))
+      } else {
+        // The feed gets the pairs this round made final, before U is published: a subscription that
+        // sees U has them in its slot.
+        val newly = new Array[Array[Change]](parts.length)
+        val from = u
+        def applyOne(i: Int): Unit = newly(i) = parts(i).applyCollecting(from, newU, horizon, reject)
+        if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => applyOne(i))
+        else parts.indices.foreach(applyOne)
+        subscribed.publish(newly, newU)
+      }
       u = newU
       if (EventTime.isFinite(newU)) lastFiniteU = newU
     }

@@ -17,7 +17,7 @@ import org.apache.spark.sql.SparkSession
  */
 object TimeTravel {
   def asOf(spark: SparkSession, spec: StateSpec, log: DeltaChangelog, snapshots: SnapshotTable, time: Long): IndexedSeq[StoredPairs] = {
-    val trimmed = DeltaTable.forPath(spark, snapshots.path).history().where("operation = 'DELETE'").limit(1).count() > 0
+    val trimmed = DeltaTable.forPath(spark, log.path).history().where("operation = 'DELETE'").limit(1).count() > 0
     if (trimmed) {
       val oldest = (0 until spec.partitions).map(p => snapshots.oldestProgress(p).getOrElse(EventTime.PlusInfinity)).max
       if (time < oldest) throw new SharedStateException(s"State '${spec.name}': as of ${EventTime.show(time)} is older " +

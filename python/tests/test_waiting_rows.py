@@ -43,9 +43,32 @@ def test_waiting_rows_are_emitted_by_batches_without_new_input(spark, workdir, s
     for p in released:
         events_in = [s["numInputRows"] for s in p["sources"] if "FileStream" in s["description"]]
         assert events_in == [0], p["sources"]
+        # released by the U step's own tick rows in the same batch, not by a later no-data batch
+        ticks_in = [s["numInputRows"] for s in p["sources"] if "FileStream" not in s["description"]]
+        assert ticks_in and ticks_in[0] > 0, p["sources"]
     # and with nothing more to read and U still, the query is idle: processAllAvailable returns
     drained(reader)
     idle_batch = reader.lastProgress["batchId"]
     import time
     time.sleep(2)
     assert reader.lastProgress["batchId"] == idle_batch, "no micro-batch runs while nothing changes"
+
+
+def test_events_without_a_time_get_no_value_and_do_not_wait(spark, workdir, state_name):
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    events = pd.DataFrame({"event_id": [1, 2], "user_id": ["u1", "u2"], "ad_id": ["a", "a"],
+                           "ts": [pd.NaT, pd.Timestamp(10, unit="s", tz="UTC")], "clicked": [False, True]})
+    write_batches(workdir / "events", [events])
+    stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
+    for how in ("left", "inner"):
+        out = f"out_{how}_{state_name}"
+        q = (ss.fetch_join(stream, state_name, key="ad_id", time="ts", how=how).writeStream.format("memory")
+             .queryName(out).option("checkpointLocation", str(workdir / f"ck-{how}")).start())
+        drained(q)
+        got = spark.table(out).toPandas()
+        q.stop()
+        # U is -infinity: the timed event waits; the untimed one is answered at once (left: nulls)
+        if how == "left":
+            assert got["event_id"].tolist() == [1] and got["campaign"].isna().all()
+        else:
+            assert got.empty

@@ -50,6 +50,7 @@ class Method:
     queries: list[StreamingQuery] = field(default_factory=list)
 
     name = "?"
+    answers = True  # False for the harness ceiling: its rows are not answers, the oracle does not apply
 
     def start(self) -> None:
         raise NotImplementedError

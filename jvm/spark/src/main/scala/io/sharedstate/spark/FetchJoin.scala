@@ -4,7 +4,7 @@ import org.apache.spark.sql.{Column, DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
-import org.apache.spark.sql.types.{Metadata, TimestampType}
+import org.apache.spark.sql.types.{IntegerType, LongType, Metadata, StructType, TimestampType}
 
 /**
  * Fetch joins: enrich each event with what a State holds as of the event's time.
@@ -12,11 +12,11 @@ import org.apache.spark.sql.types.{Metadata, TimestampType}
  *   FetchJoin(events, "campaigns", Seq("ad_id"), "ts")                            // latest, read-committed, left
  *   FetchJoin(events, "clicks", Seq("user"), "ts", rule = "sum", window = "1 hour") // sum over [ts - 1 hour, ts]
  * }}}
- * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]), whose
- * zero-delay watermark makes the query's watermark follow U; waiting events sit in the operator's
- * checkpointed state with an event-time timeout at their reply time, so they are answered in the
- * micro-batch after U passes them, and no micro-batch runs unless events arrive or U moves.
- * With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
+ * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]) and groups
+ * rows by (bucket, reply-time slot) ([[FetchJoinGroups]]): waiting events sit in the operator's
+ * checkpointed state, and each U step's tick rows visit the slots it passed, so waiting events are
+ * answered in the micro-batch whose tick passes them, and no micro-batch runs unless events arrive or
+ * U moves. With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
  * The output is the events' columns then the columns of the rule (see [[FetchJoinRule]]). Each join
  * reports metrics in its query's progress (observed metrics named `sharedstate_fetch:<state>:...`):
  * events answered, late events, pending fetches, the earliest waiting time, and fetch wait (ms).
@@ -42,11 +42,12 @@ object FetchJoin {
     val sameKind = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros, 0).dropRight(1)
     val name = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros,
       plan.collect { case c: CollectMetrics if c.name.startsWith(sameKind) => c }.size)
-    val input = if (events.isStreaming) withProgressTicks(events, state) else events
-    val timeout = if (events.isStreaming) GroupStateTimeout.EventTimeTimeout() else GroupStateTimeout.NoTimeout()
+    val session = events.sparkSession
+    val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
+    val input = if (events.isStreaming) withProgressTicks(events, state, buckets) else events
     val rows = input
-      .groupByKey(new KeyColumns(spec.keyOrdinals))(Encoders.row(spec.keySchema))
-      .flatMapGroupsWithState(OutputMode.Append(), timeout)(
+      .groupByKey(new FetchJoinGroupOf(spec, buckets, events.isStreaming))(Encoders.row(FetchJoinGroups.keySchema))
+      .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.NoTimeout())(
         new FetchJoinFunction(spec, events.isStreaming, name, latenessMicros >= 0))(
         Encoders.row(spec.waitingSchema), Encoders.row(FetchJoinRows.schema(spec.outputSchema)))
       .toDF()
@@ -61,23 +62,32 @@ object FetchJoin {
       continuous, lateness)
 
   // The events (their own watermarks kept for the query, but not on their columns, so Spark does
-  // not drop rows of ours behind them) and one row per U step, whose column carries the watermark.
-  private def withProgressTicks(events: DataFrame, state: String): DataFrame = {
+  // not drop rows of ours behind them) and, per U step, one tick row per bucket and ring slot it passed.
+  // The ticks' zero-delay watermark makes the batch watermark U, which bounds the join's F.
+  private def withProgressTicks(events: DataFrame, state: String, buckets: Int): DataFrame = {
     val fields = events.schema.fields
-    val plainEvents = events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq :+
-      lit(null).cast(TimestampType).as(ProgressTicks.Column): _*)
+    val plainEvents = events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
+      lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn),
+      lit(null).cast(IntegerType).as(FetchJoinGroups.Bucket), lit(null).cast(IntegerType).as(FetchJoinGroups.Ring)): _*)
     val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
       .option(ReadOptions.Table, ReadOptions.ProgressTable).load()
       .withWatermark(ProgressTicks.Column, "0 seconds")
-    // ticks first: a union's columns carry its first input's metadata, where Spark looks for the watermark
-    ticks.select(fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq :+ col(ProgressTicks.Column): _*)
-      .union(plainEvents)
+    val width = fields.length
+    val tickRows = ticks.flatMap(new TickRows(width, buckets))(Encoders.row(StructType(plainEvents.schema.fields.map(_.copy(nullable = true)))))
+    tickRows.union(plainEvents)
   }
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")
 }
 
-/** Picks the key columns out of an event row (the grouping key of the fetch join). */
-final class KeyColumns(ordinals: Array[Int]) extends (Row => Row) with Serializable {
-  override def apply(row: Row): Row = Row.fromSeq(ordinals.toSeq.map(row.get))
+/** A tick (U, previous U) as the union's rows: one per bucket and ring slot the step passed. */
+final class TickRows(eventWidth: Int, buckets: Int) extends (Row => IterableOnce[Row]) with Serializable {
+  override def apply(tick: Row): IterableOnce[Row] = {
+    val u = tick.get(0)
+    val from = tick.getLong(1)
+    val empty = Seq.fill[Any](eventWidth)(null)
+    FetchJoinGroups.ringsPassed(from, EventTimes.micros(u)).flatMap { ring =>
+      Iterator.range(0, buckets).map(b => Row.fromSeq(empty ++ Seq[Any](u, from, b, ring)))
+    }.toSeq
+  }
 }

@@ -10,15 +10,15 @@ import org.apache.spark.sql.streaming.GroupState
 import scala.collection.mutable.ArrayBuffer
 
 /**
- * The per-key step of a fetch join. Events not yet answerable (read-committed: time not below U;
- * read-uncommitted: time - staleness not below U) stay in the key's checkpointed operator state
- * with an event-time timeout at the earliest of their reply times; the query's watermark follows U
- * (see [[FetchJoin]]), so the key comes back in the micro-batch after U passes them, with or without
- * new input. No task ever waits for U.
+ * The step of a fetch join for one group of rows (a bucket and reply-time slot, see
+ * [[FetchJoinGroups]]). Events not yet answerable (read-committed: time not below U; read-uncommitted:
+ * time - staleness not below U) stay in the group's checkpointed operator state; the tick rows of each
+ * U step bring the groups it passed back in the same micro-batch, with or without new input, so
+ * no task ever waits for U and no timeout (no extra no-data batch) is needed.
  *
  * Besides answers it emits bookkeeping rows that the join observes and then filters out (see
  * [[FetchJoinRows]]): late events (with a lateness: their fetch would read below the join's own
- * fetch progress F), and one row per key still waiting, with how many wait and the earliest time.
+ * fetch progress F), and one row per group still waiting, with how many wait and the earliest time.
  */
 final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsName: String, reportsProgress: Boolean)
   extends ((Row, Iterator[Row], GroupState[Row]) => Iterator[Row]) with Serializable {
@@ -33,53 +33,79 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
       .getOrElse(EventTime.MinusInfinity)
   private val width = spec.eventSchema.length
 
-  override def apply(key: Row, rows: Iterator[Row], group: GroupState[Row]): Iterator[Row] = {
+  override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {
     val events = if (streaming) rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width))) else rows
-    if (streaming && !group.exists && !events.hasNext) return Iterator.empty // the progress ticks' own group
-    val state = StateClient.of(spec.stateName)
-    val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
-    val now = System.currentTimeMillis()
+    if (streaming && !groupState.exists && !events.hasNext) return Iterator.empty // only ticks, nothing waits here
     val waiting: Iterator[(Row, Long)] =
-      if (group.exists) group.get.getSeq[Row](0).iterator.zip(group.get.getSeq[Long](1).iterator) else Iterator.empty
-    val out = ArrayBuffer.empty[Row]
+      if (groupState.exists) groupState.get.getSeq[Row](0).iterator.zip(groupState.get.getSeq[Long](1).iterator)
+      else Iterator.empty
     val still = ArrayBuffer.empty[Row]
     val stillArrived = ArrayBuffer.empty[Long]
-    var minReply = Long.MaxValue
-    // The key's waiting events and its new ones that are not late, asked of the owner in one request.
+    val now = System.currentTimeMillis()
+    // The group's waiting events, then its new ones, in chunks: each chunk one batched request, its
+    // answers emitted before the next chunk is read, so only the events that keep waiting are held.
+    val inputs: Iterator[(Row, Long)] = waiting ++ events.map(e => (e, -1L))
+    val answered = inputs.grouped(FetchJoinFunction.Chunk).flatMap(chunk => step(chunk, now, still, stillArrived))
+    answered ++ Iterator.single(()).flatMap(_ => finish(groupState, still, stillArrived))
+  }
+
+  // One chunk: null times and late events answered at once, the rest asked of the State in one request.
+  private def step(chunk: Seq[(Row, Long)], now: Long, still: ArrayBuffer[Row], stillArrived: ArrayBuffer[Long]): Iterator[Row] = {
+    val out = ArrayBuffer.empty[Row]
     val asked = ArrayBuffer.empty[(Row, Long, Long)] // event, time, arrival (ms)
-    waiting.foreach { case (event, arrived) => asked += ((event, EventTimes.micros(event.get(spec.timeOrdinal)), arrived)) }
-    events.foreach { event =>
-      val t = EventTimes.micros(event.get(spec.timeOrdinal))
-      if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
-      else asked += ((event, t, now))
-    }
-    val requests = asked.map { case (_, t, _) => spec.rule.request(k, t, spec.mode, spec.valueType) }.toIndexedSeq
-    val answers = if (requests.isEmpty) Array.empty[FetchAnswer] else state.fetch(requests)
-    var i = 0
-    while (i < asked.length) {
-      val (event, t, arrivedMs) = asked(i)
-      answers(i) match {
-        case FetchAnswer.NotYet =>
-          still += event; stillArrived += arrivedMs; minReply = math.min(minReply, requests(i).replyTime)
-        case answer =>
-          val c = cells(answer, event.get(spec.timeOrdinal))
-          if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
+    chunk.foreach { case (event, arrivedMs) =>
+      val time = event.get(spec.timeOrdinal)
+      if (time == null) { // nothing to fetch at no time: no match
+        if (!spec.inner) out += FetchJoinRows.answered(event, cells.nulls, 0L, EventTime.MinusInfinity)
+      } else {
+        val t = EventTimes.micros(time)
+        if (arrivedMs >= 0) asked += ((event, t, arrivedMs)) // waited already: it was not late on arrival
+        else if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
+        else asked += ((event, t, now))
       }
-      i += 1
     }
-    if (still.isEmpty) {
-      if (group.exists) group.remove()
-    } else if (!streaming) {
-      throw new SharedStateException(s"Fetch join on a batch DataFrame: ${still.size} event(s) are not yet " +
-        s"answerable from State '${spec.stateName}' (U=${EventTime.show(state.updateProgress)}), so a " +
-        "read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U.")
-    } else {
-      group.update(Row(still.toSeq, stillArrived.toSeq))
-      // Fires once the watermark (U, in ms) is past the earliest reply time, i.e. once U > it.
-      group.setTimeoutTimestamp(math.max(1L, Math.floorDiv(minReply, 1000L)))
-      val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
-      out += FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max)
+    if (asked.nonEmpty) {
+      val state = StateClient.of(spec.stateName)
+      val requests = asked.map { case (event, t, _) => spec.rule.request(keyOf(event), t, spec.mode, spec.valueType) }.toIndexedSeq
+      val answers = state.fetch(requests)
+      var i = 0
+      var notYet = 0
+      while (i < asked.length) {
+        val (event, t, arrivedMs) = asked(i)
+        answers(i) match {
+          case FetchAnswer.NotYet =>
+            still += event; stillArrived += arrivedMs; notYet += 1
+          case answer =>
+            val c = cells(answer, event.get(spec.timeOrdinal))
+            if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
+        }
+        i += 1
+      }
+      if (notYet > 0 && !streaming) {
+        throw new SharedStateException(s"Fetch join on a batch DataFrame: event(s) are not yet " +
+          s"answerable from State '${spec.stateName}' (U=${EventTime.show(state.updateProgress)}), so a " +
+          "read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U.")
+      }
     }
     out.iterator
   }
+
+  // After the group's last chunk: keep what still waits, and one bookkeeping row for it.
+  private def finish(groupState: GroupState[Row], still: ArrayBuffer[Row], stillArrived: ArrayBuffer[Long]): Iterator[Row] =
+    if (still.isEmpty) {
+      if (groupState.exists) groupState.remove()
+      Iterator.empty
+    } else {
+      groupState.update(Row(still.toSeq, stillArrived.toSeq))
+      val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
+      Iterator.single(FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max))
+    }
+
+  private def keyOf(event: Row): Key =
+    new Key(keySerializer(Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))).asInstanceOf[UnsafeRow].copy().getBytes)
+}
+
+object FetchJoinFunction {
+  /** Events per batched fetch request; also bounds what a group holds besides its waiting events. */
+  val Chunk = 4096
 }

@@ -5,30 +5,33 @@ import io.sharedstate.spark.distributed.DriverState
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.Offset
-import org.apache.spark.sql.types.{StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{LongType, StructField, StructType, TimestampType}
 
 /**
- * The `progress` table of a State as a stream: one row, `__sharedstate_u` = U, each time U advances.
- * A fetch join unions it with its events and puts a zero-delay watermark on it, so the query's
- * watermark follows U: a waiting row's event-time timeout fires once U has passed it, and Spark runs
- * a micro-batch only when events arrive or U moves (never back to back while rows wait).
+ * The `progress` table of a State as a stream: one row each time U advances, `__sharedstate_u` = U
+ * and `__sharedstate_u_from` = the U of the previous row in microseconds (Long.MinValue for the
+ * first). A fetch join unions it with its events: each tick visits the waiting events whose reply
+ * times the step [from, U) passed (see [[FetchJoin]]), so Spark runs a micro-batch only when events
+ * arrive or U moves, and a waiting event is answered in the batch of the tick that passes it.
  */
 object ProgressTicks {
   val Column = "__sharedstate_u"
-  val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false)))
+  val FromColumn = "__sharedstate_u_from"
+  val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false),
+    StructField(FromColumn, LongType, nullable = false)))
   /** U = +infinity (every writer finished) as a timestamp: 9999-12-31 23:59:59.999999 UTC. */
   val Infinity: Long = 253402300799999999L
 }
 
-/** One tick: U moved to `u`; `None` when it did not (Spark plans every source of a batch). */
-final case class ProgressTick(u: Option[Long]) extends InputPartition
+/** One tick: U moved from `from` to `u`; `None` when it did not (Spark plans every source of a batch). */
+final case class ProgressTick(u: Option[Long], from: Long) extends InputPartition
 
 final class ProgressTickStream(protected val state: DriverState) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val (from, until) = range(start, end)
-    Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None))
+    Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None, from))
   }
 
   override def createReaderFactory(): PartitionReaderFactory = ProgressTickReaderFactory
@@ -40,10 +43,10 @@ final class ProgressTickStream(protected val state: DriverState) extends UpdateP
 
 object ProgressTickReaderFactory extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = new PartitionReader[InternalRow] {
-    private val tick = partition.asInstanceOf[ProgressTick].u
-    private var done = tick.isEmpty
+    private val tick = partition.asInstanceOf[ProgressTick]
+    private var done = tick.u.isEmpty
     override def next(): Boolean = if (done) false else { done = true; true }
-    override def get(): InternalRow = InternalRow(tick.get)
+    override def get(): InternalRow = InternalRow(tick.u.get, tick.from)
     override def close(): Unit = ()
   }
 }

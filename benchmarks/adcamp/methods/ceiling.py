@@ -1,0 +1,26 @@
+"""Not a peer: the harness's own ceiling. Views are copied to the sink with no join at all.
+
+Same file source, trigger and Delta sink as every method, so its max sustained rate bounds what any
+method can reach in this harness on this machine; its output is not an answer (no campaign), so it
+is not checked against the oracle and never counts as the best peer.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from methods.base import SINK_COLUMNS, Method
+
+
+class CopyCeiling(Method):
+    name = "ceiling (copy, no join)"
+    answers = False
+
+    def start(self) -> None:
+        p = self.point
+        copied = (p.events().withColumn("campaign", F.lit(None).cast("int"))
+                  .withColumn("campaign_time", F.lit(None).cast("timestamp")).select(*SINK_COLUMNS))
+        self.queries.append(
+            copied.writeStream.format("delta").queryName(f"ceiling-{p.uid}").outputMode("append")
+            .option("checkpointLocation", p.checkpoint("ceiling")).trigger(processingTime=p.trigger)
+            .start(str(p.sink)))

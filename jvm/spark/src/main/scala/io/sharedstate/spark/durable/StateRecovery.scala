@@ -19,15 +19,18 @@ final case class Recovered(nextSeq: Long, version: Long)
 object StateRecovery {
   def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], rejected: Option[RejectedTable],
       threads: Int = 4, pick: (SnapshotTable, Int) => Option[StoredSnapshot] = (t, p) => t.latest(p)): Recovered = {
-    val version = log.latestVersion
     val partitions = JournalPartition until state.partitionCount
     val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
-    val (rows, restored) = try {
+    val (rows, restored, version) = try {
       val snapshotReads = (0 until state.partitionCount).map { p =>
         pool.submit((() => snapshots.flatMap(pick(_, p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
       }
+      val restored = snapshotReads.map(_.get())
+      // The changelog version is fixed after the snapshots are read: a snapshot is written after the
+      // journal events it holds, so this version has every one of them (while its owner writes on).
+      val version = log.latestVersion
       val rowReads = partitions.map(p => pool.submit((() => log.readPartition(p, Some(version))): Callable[IndexedSeq[ChangelogRow]]))
-      (rowReads.flatMap(_.get()), snapshotReads.map(_.get()))
+      (rowReads.flatMap(_.get()), restored, version)
     } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))

@@ -37,6 +37,8 @@ final class State(val spec: StateSpec) {
   private val stagingBytes = new AtomicLong()
   private val rejectedLog = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val rejectedCount = new AtomicLong()
+  // What the current step (a commit or progress event, live or replayed) rejected; drained at its end.
+  private val stepRejected = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val writerStats = new ConcurrentHashMap[String, WriterStats]()
   private val pending = new PendingFetches
   @volatile private var u: Long = EventTime.MinusInfinity
@@ -81,6 +83,7 @@ final class State(val spec: StateSpec) {
     updateTracker.register(writer, u)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   def writerProgress(writer: String): Option[Long] = underCommitLock(updateTracker.progressOf(writer))
@@ -146,6 +149,7 @@ final class State(val spec: StateSpec) {
       stats.accepted.addAndGet(accepted)
       stats.rejected.addAndGet(rejected)
       publishProgress(updateTracker.current)
+      journalRejected()
       CommitOutcome(alreadyCommitted = false, accepted, rejected, u)
     }
   })
@@ -154,6 +158,7 @@ final class State(val spec: StateSpec) {
   def reportUpdateProgress(writer: String, progress: Long): Unit = afterProgress(underCommitLock {
     updateTracker.report(writer, progress)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   /** A writer that has stopped for good no longer holds U back. */
@@ -161,6 +166,7 @@ final class State(val spec: StateSpec) {
     if (journal != null && updateTracker.isActive(writer)) journal.writerFinished(writer)
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   /** Forgets a writer and what it staged; it no longer holds U back. */
@@ -170,6 +176,7 @@ final class State(val spec: StateSpec) {
     staging.keySet.asScala.filter(_._1 == writer).foreach(dropStaging)
     lastEpoch -= writer
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   // ---- readers and fetch progress ----
@@ -363,15 +370,16 @@ final class State(val spec: StateSpec) {
 
   // Replay goes through the same steps as the live calls, but takes each commit's lateness decision
   // (its U) from the journal instead of from the State.
-  private[core] def replayRegistered(writer: String, frontier: Long): Unit = underCommitLock {
+  private[core] def replayRegistered(writer: String, frontier: Long): Seq[RejectedUpdate] = underCommitLock {
     if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) u = lastFiniteU
     updateTracker.register(writer, frontier)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
   private[core] def replayCommit(writer: String, epoch: Long, uAtCommit: Long, writerProgress: Long, finish: Boolean,
-      tasks: Seq[UpdateBatch]): Unit = underCommitLock {
+      tasks: Seq[UpdateBatch]): Seq[RejectedUpdate] = underCommitLock {
     if (!updateTracker.isRegistered(writer)) updateTracker.register(writer, EventTime.MinusInfinity)
     val (accepted, rejected) = admit(writer, epoch, tasks, uAtCommit)
     lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
@@ -381,17 +389,20 @@ final class State(val spec: StateSpec) {
     stats.accepted.addAndGet(accepted)
     stats.rejected.addAndGet(rejected)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
-  private[core] def replayFinished(writer: String): Unit = underCommitLock {
+  private[core] def replayFinished(writer: String): Seq[RejectedUpdate] = underCommitLock {
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
-  private[core] def replayDeregistered(writer: String): Unit = underCommitLock {
+  private[core] def replayDeregistered(writer: String): Seq[RejectedUpdate] = underCommitLock {
     updateTracker.deregister(writer)
     lastEpoch -= writer
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
   private[core] def replayFinish(): Unit = drainPending()
@@ -494,7 +505,16 @@ final class State(val spec: StateSpec) {
 
   private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity
 
-  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet() }
+  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet(); stepRejected.add(r) }
+
+  private def drainStepRejected(): Seq[RejectedUpdate] =
+    if (stepRejected.isEmpty) Nil else Iterator.continually(stepRejected.poll()).takeWhile(_ != null).toVector
+
+  // Hands the journal what this step rejected (under the commit lock, after the step's own event).
+  private def journalRejected(): Unit = {
+    val rejected = drainStepRejected()
+    if (journal != null && rejected.nonEmpty) journal.updatesRejected(rejected)
+  }
 
   private def dropStaging(id: (String, Long)): Unit = {
     val tasks = staging.remove(id)

@@ -63,6 +63,7 @@ class ContinuousFetchAnswersSuite extends AnyFunSuite {
         override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = local.stage(writer, epoch, task, batch)
         override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = local.fetch(requests)
         override def changes(partition: Int, from: Long, until: Long): Array[Change] = local.changes(partition, from, until)
+        override def changeSubscription(id: Long): io.sharedstate.core.ChangeSubscription = local.changeSubscription(id)
         override def updateProgressAt(partition: Int): Long = local.updateProgressAt(partition)
         override def readerProgress(reader: String): Option[Long] = local.readerProgress(reader)
         override def ensureReader(reader: String): Unit = local.ensureReader(reader)

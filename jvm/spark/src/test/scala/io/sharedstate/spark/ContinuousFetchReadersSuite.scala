@@ -23,6 +23,7 @@ class ContinuousFetchReadersSuite extends AnyFunSuite {
     override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = no
     override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = no
     override def changes(partition: Int, from: Long, until: Long): Array[Change] = no
+    override def changeSubscription(id: Long): io.sharedstate.core.ChangeSubscription = no
     override def updateProgressAt(partition: Int): Long = no
     override def readerProgress(reader: String): Option[Long] = no
     override def asOf(partition: Int, asOf: Long): StoredPairs = no

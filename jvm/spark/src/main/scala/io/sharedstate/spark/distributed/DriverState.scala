@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{RejectedUpdate, State, StateMetrics, StateSpec}
+import io.sharedstate.core.{ChangeSubscription, RejectedUpdate, State, StateMetrics, StateSpec}
 import io.sharedstate.core.State.CommitOutcome
 import io.sharedstate.spark.distributed.Messages._
 
@@ -23,6 +23,16 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
 
   /** The owner of each partition (empty in local mode). */
   def owners: Seq[HostId] = cluster.map(_._1.owners.toSeq).getOrElse(Nil)
+
+  /**
+   * A subscription to the State's change feed from `from` (see core ChangeFeed), in local mode where
+   * the State lives in this JVM. None in a cluster: there the change stream reads each partition
+   * from its host by scan (see ChangeMicroBatchStream).
+   */
+  def subscribeChanges(from: Long): Option[ChangeSubscription] = cluster match {
+    case None => Some(progressKeeper.subscribeChanges(from))
+    case Some(_) => None
+  }
 
   def registerWriter(writer: String): Unit = step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
   def abortEpoch(writer: String, epoch: Long): Unit = step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))

@@ -22,6 +22,7 @@ final class Snapshotter(spark: SparkSession, state: State, journal: DeltaJournal
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
 
   def round(): SnapshotRound = synchronized {
+    journal.checkHealthy()
     var written = 0
     (0 until state.partitionCount).foreach { p =>
       val (bytes, (id, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, state.updateProgress))

@@ -3,45 +3,24 @@ writer and a fetch join at once on randomised out-of-order input, as-of reads, t
 and sharedstate_fetch, each checked against the offline as-of oracle; then a writer that restarts
 from its checkpoint and a second writer that holds U back until it commits.
 
-The session runs in a subprocess (it/apps/cluster_app.py): the suite's own session is local[4], and a
-Python process has one SparkContext. The pip pyspark package serves as SPARK_HOME, whose launcher
-scripts start the executors.
+The session runs in a subprocess (it/apps/cluster_app.py, started by cluster_apps.run_cluster_app).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
+from cluster_apps import run_cluster_app
 from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle
 
-ROOT = Path(__file__).resolve().parents[1]
 SEED = 2027
 
 
 @pytest.fixture(scope="module")
 def cluster_run(tmp_path_factory):
-    import pyspark
-
     out = tmp_path_factory.mktemp("cluster")
-    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
-    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    result = subprocess.run([sys.executable, str(ROOT / "it/apps/cluster_app.py"), str(out), str(SEED)],
-                            env=env, capture_output=True, text=True, timeout=1500, cwd=out)
-    assert result.returncode == 0 and "CLUSTER-APP-OK" in result.stdout, \
-        result.stdout[-3000:] + result.stderr[-8000:]
-    records = json.loads((out / "records.json").read_text())
-    # local-cluster's workers keep executor directories (logs, fetched jars) under SPARK_HOME/work
-    shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / records["app_id"], ignore_errors=True)
-    return out, records
+    return out, run_cluster_app("cluster_app.py", out, str(SEED))
 
 
 def _utc(series: pd.Series) -> pd.Series:

@@ -31,7 +31,7 @@ import sharedstate as ss  # noqa: E402
 from harness import Settings, run_point, search  # noqa: E402
 from methods.ceiling import CopyCeiling  # noqa: E402
 from methods.delta_static import DeltaStaticJoin  # noqa: E402
-from methods.plugin import PluginFetchJoin  # noqa: E402
+from methods.plugin import DurablePluginFetchJoin, PluginFetchJoin  # noqa: E402
 from methods.redis_lookup import RedisLookup  # noqa: E402
 from methods.stream_stream import StreamStreamJoin  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
@@ -39,8 +39,9 @@ from report import write_report  # noqa: E402
 from workload import Shape  # noqa: E402
 
 METHODS = {"sharedstate": PluginFetchJoin, "stream-stream": StreamStreamJoin, "delta": DeltaStaticJoin,
-           "redis": RedisLookup, "ceiling": CopyCeiling}
-# Run by default: the plugin and the three peers. `--methods ...,ceiling` adds the harness ceiling.
+           "redis": RedisLookup, "ceiling": CopyCeiling, "sharedstate-durable": DurablePluginFetchJoin}
+# Run by default: the plugin and the three peers. `--methods ...,ceiling` adds the harness ceiling,
+# `sharedstate-durable` the plugin on a durable State (durability on vs off).
 DEFAULT_METHODS = "sharedstate,stream-stream,delta,redis"
 
 

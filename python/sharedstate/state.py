@@ -48,11 +48,25 @@ class State:
         return State(spark, json.loads(text))
 
     @staticmethod
-    def get(spark: SparkSession, name: str) -> "State":
+    def get(spark: SparkSession, name: str, read_only: bool | None = None, root: str | None = None) -> "State":
         """The existing State called ``name``: one of this application, or a durable one found under
-        ``spark.sharedstate.root`` (rebuilt from its tables); unknown names raise SharedStateError."""
+        ``root`` (default ``spark.sharedstate.root``), rebuilt from its tables; unknown names raise
+        SharedStateError.
+
+        A durable State has one writing application at a time (the owner of its root's lease).
+        ``read_only=None`` (default): this application takes the State over unless another one owns
+        it, and then opens it read-only. ``read_only=True``: read-only, following the owner's new
+        commits (see docs/durability.md). ``read_only=False``: this application must own it (waits up
+        to ``spark.sharedstate.owner.lease`` for a crashed owner's lease to run out)."""
         with translated():
-            return State(spark, json.loads(api(spark).get(name)))
+            if read_only is None and root is None:
+                return State(spark, json.loads(api(spark).get(name)))
+            return State(spark, json.loads(api(spark).open(name, read_only, root)))
+
+    @property
+    def read_only(self) -> bool:
+        """True when this application opened the (durable) State read-only: it follows the owner."""
+        return self._description.get("read_only") is not None
 
     @staticmethod
     def names(spark: SparkSession) -> list[str]:

@@ -21,7 +21,9 @@ def main(root: str, name: str, probes: list[str], out: str) -> None:
             "as_of": {t: sorted([r.ad_id, r.campaign] for r in state.as_of(t).collect()) for t in probes},
             "update": str(progress["update"]),
             "updates_rejected": progress["updates_rejected"],
-            "late": sorted([r.key.ad_id, str(r.time), r.reason, r.epoch] for r in state.late_updates().collect()),
+            "late": sorted(([r.key.ad_id if r.key is not None else None, None if r.time is None else str(r.time),
+                             r.reason, r.epoch] for r in state.late_updates().collect()), key=json.dumps),
+            "read_only": state.read_only,
         }
         with open(out, "w") as f:
             json.dump(result, f)

@@ -22,7 +22,9 @@ from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA
 
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:
     spark = ss.session("durable-stream-app", master="local[3]",
-                       **{"spark.sharedstate.root": str(workdir / "root"), "spark.sql.shuffle.partitions": "2"})
+                       **{"spark.sharedstate.root": str(workdir / "root"), "spark.sql.shuffle.partitions": "2",
+                          # the restart after kill -9 takes the root over once the dead lease runs out
+                          "spark.sharedstate.owner.lease": "5 seconds"})
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=3)
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
     writer = (updates.writeStream.format("sharedstate").option("state", name).option("key", "ad_id")

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import to_spark_parquet
+from oracles import asof_expected, utc
 from streams import wait_until
 
 KEYS = 4
@@ -74,14 +75,12 @@ def test_continuous_fetch_join_equals_offline_asof_join(spark, workdir, state_na
     # answered in arrival order per partition would not hold (replies come as U passes them), but
     # every event up to the last answered one is there: the rate source numbers them 0, 1, 2, ...
     assert sorted(got["event_id"]) == list(range(len(got)))
-    hist = updates.assign(ts=pd.to_datetime(updates["ts"], utc=True)).sort_values("ts")
-    hist[f"{state_name}_time"] = hist["ts"]
-    expected = pd.merge_asof(got[["event_id", "k", "ts"]].sort_values("ts"), hist.rename(columns={"v": "want"}),
-                             on="ts", by="k", direction="backward").sort_values("event_id").reset_index(drop=True)
+    expected = asof_expected(got[["event_id", "k", "ts"]], updates, key="k", value="v",
+                             time_column=f"{state_name}_time").sort_values("event_id").reset_index(drop=True)
     got = got.sort_values("event_id").reset_index(drop=True)
     want = [None if pd.isna(x) else int(x) for x in expected["want"]]
     have = [None if pd.isna(x) else int(x) for x in got["v"]]
     assert have == want
-    assert pd.to_datetime(got[state.time_column], utc=True).equals(pd.to_datetime(expected[f"{state_name}_time"], utc=True))
+    assert utc(got[state.time_column]).equals(utc(expected[f"{state_name}_time"]))
     # U started behind the events' wall-clock times, so events waited in the engine's pending queue
     assert max(pending_seen) > 0

@@ -111,3 +111,25 @@ def test_inner_fetch_join_drops_events_without_value(spark, workdir, state_name)
     assert got["campaign"].notna().all()
     assert got["event_id"].is_unique
     pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+
+
+def test_batch_fetch_join_over_many_events_of_one_slot_equals_asof_join(spark, state_name):
+    """Many more events than one fetch request's chunk share a bucket and reply-time slot."""
+    import numpy as np
+    rng = np.random.default_rng(11)
+    keys = [f"k{i}" for i in range(50)]
+    updates = pd.DataFrame({"ad_id": rng.choice(keys, 2000), "campaign": [f"c{i}" for i in range(2000)],
+                            "ts": pd.to_datetime(rng.integers(0, 10_000_000, 2000), unit="us", utc=True)})
+    updates = updates.drop_duplicates(["ad_id", "ts"])
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    (spark.createDataFrame(updates).write.format("sharedstate").option("state", state_name)
+     .option("key", "ad_id").option("time", "ts").mode("append").save())
+    n = 30_000  # all at times in one 100 ms slot, far above the 4,096-event chunk per group
+    events = pd.DataFrame({"event_id": range(n), "ad_id": rng.choice(keys + ["none"], n),
+                           "ts": pd.to_datetime(10_000_000 + rng.integers(0, 50_000, n), unit="us", utc=True)})
+    got = (ss.fetch_join(spark.createDataFrame(events), state, key="ad_id", time="ts").toPandas()
+           .sort_values("event_id").reset_index(drop=True))
+    want = pd.merge_asof(events.sort_values("ts"), updates.sort_values("ts"), on="ts", by="ad_id",
+                         direction="backward").sort_values("event_id").reset_index(drop=True)
+    assert len(got) == n
+    assert got["campaign"].fillna("-").tolist() == want["campaign"].fillna("-").tolist()

@@ -8,10 +8,13 @@ from methods.base import SINK_COLUMNS, Method
 
 class PluginFetchJoin(Method):
     name = "sharedstate"
+    durable = False  # True: the State keeps its Delta changelog under the point's scratch directory
 
     def start(self) -> None:
         p = self.point
-        self.state = ss.State.create(p.spark, f"campaigns_{p.uid}", key="ad_id BIGINT", value="campaign INT")
+        root = str(p.work / "root") if self.durable else None
+        self.state = ss.State.create(p.spark, f"campaigns_{p.uid}", key="ad_id BIGINT", value="campaign INT",
+                                     root=root)
         lateness = f"{int(p.shape.lateness_s * 1000)} milliseconds"
         self.queries.append(
             p.updates().writeStream.format("sharedstate").queryName(f"ss-updates-{p.uid}")
@@ -28,3 +31,10 @@ class PluginFetchJoin(Method):
 
     def cleanup(self) -> None:
         self.state.drop()
+
+
+class DurablePluginFetchJoin(PluginFetchJoin):
+    """The same queries on a durable State: every update epoch is a Delta commit of its changelog files
+    (docs/durability.md) before U moves, so durability's cost shows in both U and the fetch latency."""
+    name = "sharedstate-durable"
+    durable = True

@@ -134,12 +134,13 @@ def to_spark_parquet(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_batches(directory: Path, frames: list[pd.DataFrame], start_mtime: float | None = None,
-                  pause_s: float = 0.0) -> None:
+                  pause_s: float = 0.0, first_index: int = 0) -> None:
     """One parquet file per frame; modification times fix the order a file stream reads them.
-    With `pause_s`, files appear one by one, as a live source would deliver them."""
+    With `pause_s`, files appear one by one, as a live source would deliver them. `first_index`
+    numbers the files on from an earlier call (part-<first_index>, ...)."""
     directory.mkdir(parents=True, exist_ok=True)
     base = start_mtime if start_mtime is not None else time.time() - 10_000
-    for i, frame in enumerate(frames):
+    for i, frame in enumerate(frames, start=first_index):
         path = directory / f"part-{i:05d}.parquet"
         to_spark_parquet(frame, path)
         os.utime(path, (base + i, base + i))

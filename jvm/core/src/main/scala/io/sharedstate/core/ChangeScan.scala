@@ -22,7 +22,13 @@ object ChangeScan {
       }
     }
     val changes = out.toArray
-    Arrays.sort(changes, Ordering.by[Change, Long](_.time).orElse((a: Change, b: Change) => Arrays.compareUnsigned(a.key, b.key)))
+    Arrays.sort(changes, Order)
     changes
+  }
+
+  /** Timestamp order, ties by unsigned key bytes: the order of a partition's changes everywhere. */
+  val Order: java.util.Comparator[Change] = (a: Change, b: Change) => {
+    val byTime = java.lang.Long.compare(a.time, b.time)
+    if (byTime != 0) byTime else Arrays.compareUnsigned(a.key, b.key)
   }
 }

@@ -37,12 +37,17 @@ final class State(val spec: StateSpec) {
   private val stagingBytes = new AtomicLong()
   private val rejectedLog = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val rejectedCount = new AtomicLong()
+  // What the current step (a commit or progress event, live or replayed) rejected; drained at its end.
+  private val stepRejected = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val writerStats = new ConcurrentHashMap[String, WriterStats]()
   private val pending = new PendingFetches
   @volatile private var u: Long = EventTime.MinusInfinity
   @volatile private var f: Long = EventTime.MinusInfinity
   private var lastFiniteU: Long = EventTime.MinusInfinity
   @volatile private var journal: StateJournal = null
+  @volatile private var feed: ChangeFeed = null // while a change subscription is open
+  /** Pairs per partition the change feed holds for its slowest subscription (tests make it small). */
+  private[core] var changeFeedCapacity: Int = ChangeFeed.DefaultCapacity
   @volatile private var sweeper: ScheduledFuture[_] =
     if (spec.compactionIntervalMs > 0) CompactionScheduler.schedule(this, spec.compactionIntervalMs) else null
 
@@ -78,6 +83,7 @@ final class State(val spec: StateSpec) {
     updateTracker.register(writer, u)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   def writerProgress(writer: String): Option[Long] = underCommitLock(updateTracker.progressOf(writer))
@@ -143,6 +149,7 @@ final class State(val spec: StateSpec) {
       stats.accepted.addAndGet(accepted)
       stats.rejected.addAndGet(rejected)
       publishProgress(updateTracker.current)
+      journalRejected()
       CommitOutcome(alreadyCommitted = false, accepted, rejected, u)
     }
   })
@@ -151,6 +158,7 @@ final class State(val spec: StateSpec) {
   def reportUpdateProgress(writer: String, progress: Long): Unit = afterProgress(underCommitLock {
     updateTracker.report(writer, progress)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   /** A writer that has stopped for good no longer holds U back. */
@@ -158,6 +166,7 @@ final class State(val spec: StateSpec) {
     if (journal != null && updateTracker.isActive(writer)) journal.writerFinished(writer)
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   /** Forgets a writer and what it staged; it no longer holds U back. */
@@ -167,6 +176,7 @@ final class State(val spec: StateSpec) {
     staging.keySet.asScala.filter(_._1 == writer).foreach(dropStaging)
     lastEpoch -= writer
     publishProgress(updateTracker.current)
+    journalRejected()
   })
 
   // ---- readers and fetch progress ----
@@ -288,6 +298,41 @@ final class State(val spec: StateSpec) {
     changes
   }
 
+  /**
+   * Every partition's applied pairs with from <= timestamp < until, in (timestamp, partition, key
+   * bytes) order: the order of the change feed. Same bounds as [[changes]].
+   */
+  def mergedChanges(from: Long, until: Long): Array[Change] = {
+    val all = Array.concat(parts.indices.map(changes(_, from, until)): _*)
+    java.util.Arrays.sort(all, Ordering.by[Change, Long](_.time)) // stable: partition, then key order within a time
+    all
+  }
+
+  /**
+   * Subscribes to the change feed (see [[ChangeFeed]]): every final pair at or after `from`, once, in
+   * (timestamp, partition, key bytes) order, delivered as U passes it. The first subscription creates
+   * the feed; closing the last one drops it. `from` must not be below F (see [[changes]]).
+   */
+  def subscribeChanges(from: Long): ChangeSubscription = underCommitLock {
+    if (feed == null) feed = new ChangeFeed(spec.name, parts.length, u, changeFeedCapacity)
+    val joined = feed
+    joined.subscribe(from, mergedChanges, sub => underCommitLock {
+      joined.unsubscribe(sub)
+      if ((feed eq joined) && joined.subscriptionCount == 0) feed = null
+    })
+  }
+
+  /** Whether a change feed runs (some subscription is open). */
+  def hasChangeFeed: Boolean = feed != null
+
+  private[core] def changeFeed: ChangeFeed = feed
+
+  /** The open change subscription `id` (a task finds its query's subscription by id). */
+  def changeSubscription(id: Long): ChangeSubscription =
+    Option(feed).flatMap(_.subscription(id)).getOrElse(throw new SharedStateException(
+      s"State '${spec.name}' has no open change subscription $id: its change-stream query stopped, or the State " +
+        "was re-created since the batch was planned."))
+
   // ---- durability ----
 
   /**
@@ -325,15 +370,16 @@ final class State(val spec: StateSpec) {
 
   // Replay goes through the same steps as the live calls, but takes each commit's lateness decision
   // (its U) from the journal instead of from the State.
-  private[core] def replayRegistered(writer: String, frontier: Long): Unit = underCommitLock {
+  private[core] def replayRegistered(writer: String, frontier: Long): Seq[RejectedUpdate] = underCommitLock {
     if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) u = lastFiniteU
     updateTracker.register(writer, frontier)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
   private[core] def replayCommit(writer: String, epoch: Long, uAtCommit: Long, writerProgress: Long, finish: Boolean,
-      tasks: Seq[UpdateBatch]): Unit = underCommitLock {
+      tasks: Seq[UpdateBatch]): Seq[RejectedUpdate] = underCommitLock {
     if (!updateTracker.isRegistered(writer)) updateTracker.register(writer, EventTime.MinusInfinity)
     val (accepted, rejected) = admit(writer, epoch, tasks, uAtCommit)
     lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
@@ -343,17 +389,20 @@ final class State(val spec: StateSpec) {
     stats.accepted.addAndGet(accepted)
     stats.rejected.addAndGet(rejected)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
-  private[core] def replayFinished(writer: String): Unit = underCommitLock {
+  private[core] def replayFinished(writer: String): Seq[RejectedUpdate] = underCommitLock {
     updateTracker.finish(writer)
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
-  private[core] def replayDeregistered(writer: String): Unit = underCommitLock {
+  private[core] def replayDeregistered(writer: String): Seq[RejectedUpdate] = underCommitLock {
     updateTracker.deregister(writer)
     lastEpoch -= writer
     publishProgress(updateTracker.current)
+    drainStepRejected()
   }
 
   private[core] def replayFinish(): Unit = drainPending()
@@ -397,6 +446,10 @@ final class State(val spec: StateSpec) {
     val s = sweeper
     if (s != null) { s.cancel(false); sweeper = null }
     pending.failAll(new SharedStateException(s"State '${spec.name}' was dropped while this fetch waited for U."))
+    underCommitLock {
+      if (feed != null) feed.close(s"State '${spec.name}' was dropped.")
+      feed = null
+    }
   }
 
   // ---- internals ----
@@ -452,7 +505,16 @@ final class State(val spec: StateSpec) {
 
   private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity
 
-  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet() }
+  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet(); stepRejected.add(r) }
+
+  private def drainStepRejected(): Seq[RejectedUpdate] =
+    if (stepRejected.isEmpty) Nil else Iterator.continually(stepRejected.poll()).takeWhile(_ != null).toVector
+
+  // Hands the journal what this step rejected (under the commit lock, after the step's own event).
+  private def journalRejected(): Unit = {
+    val rejected = drainStepRejected()
+    if (journal != null && rejected.nonEmpty) journal.updatesRejected(rejected)
+  }
 
   private def dropStaging(id: (String, Long)): Unit = {
     val tasks = staging.remove(id)
@@ -464,8 +526,20 @@ final class State(val spec: StateSpec) {
     if (newU > u) {
       val horizon = math.min(f, newU)
       val busy = parts.count(_.stagedCount > 0)
-      if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
-      else parts.foreach(_.applyBefore(newU, horizon, reject))
+      val subscribed = feed
+      if (subscribed == null) {
+        if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
+        else parts.foreach(_.applyBefore(newU, horizon, reject))
+      } else {
+        // The feed gets the pairs this round made final, before U is published: a subscription that
+        // sees U has them in its slot.
+        val newly = new Array[Array[Change]](parts.length)
+        val from = u
+        def applyOne(i: Int): Unit = newly(i) = parts(i).applyCollecting(from, newU, horizon, reject)
+        if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => applyOne(i))
+        else parts.indices.foreach(applyOne)
+        subscribed.publish(newly, newU)
+      }
       u = newU
       if (EventTime.isFinite(newU)) lastFiniteU = newU
     }

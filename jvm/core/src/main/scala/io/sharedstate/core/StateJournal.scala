@@ -18,6 +18,13 @@ trait StateJournal {
 
   /** A writer was forgotten with what it had staged. */
   def writerDeregistered(writer: String): Unit
+
+  /**
+   * What the step just journaled rejected (late or null at admission, or the update rule failing when
+   * U made it final), in rejection order. Called under the commit lock at the end of the step, after
+   * the step's own event, only when it rejected something; the step's change is already applied.
+   */
+  def updatesRejected(rejected: Seq[RejectedUpdate]): Unit = ()
 }
 
 /**

@@ -42,8 +42,41 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
    * compacts the touched entries below `horizon`. An update the rule throws on is handed to
    * `rejected` with the reason, the rest of its chain still applies. Returns how many were applied.
    */
-  def applyBefore(progress: Long, horizon: Long, rejected: RejectedUpdate => Unit): Int = {
+  def applyBefore(progress: Long, horizon: Long, rejected: RejectedUpdate => Unit): Int =
+    applyReady(staged.takeBefore(progress), horizon, rejected)
+
+  /**
+   * Like `applyBefore`, and returns the pairs that became final: the stored pairs with
+   * from <= timestamp < progress of the keys this round touched, ordered by (timestamp, key bytes)
+   * as [[ChangeScan]] orders them. Only touched keys can hold such pairs (every update at or above
+   * `from` waited for this round), so this costs the round's keys, not the partition's (change feed).
+   */
+  def applyCollecting(from: Long, progress: Long, horizon: Long, rejected: RejectedUpdate => Unit): Array[Change] = {
     val ready = staged.takeBefore(progress)
+    applyReady(ready, horizon, rejected)
+    if (ready == null) StatePartition.NoChanges
+    else {
+      val touched = new java.util.HashSet[Key](math.max(16, ready.size * 2))
+      val out = ArrayBuffer.empty[Change]
+      var i = 0
+      while (i < ready.size) {
+        val key = ready.keys(i)
+        if (touched.add(key)) {
+          val set = entries.get(key)
+          if (set != null) {
+            var j = set.firstIndexAtOrAfter(from)
+            while (j < set.size && set.timeAt(j) < progress) { out += Change(key.bytes, set.timeAt(j), set.valueAt(j)); j += 1 }
+          }
+        }
+        i += 1
+      }
+      val changes = out.toArray
+      Arrays.sort(changes, ChangeScan.Order)
+      changes
+    }
+  }
+
+  private def applyReady(ready: StagedUpdates, horizon: Long, rejected: RejectedUpdate => Unit): Int = {
     if (ready == null) 0
     else {
       // At least twice as many slots as keys that can be involved: runs of one bin stay short.
@@ -236,6 +269,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 }
 
 object StatePartition {
+  private val NoChanges = new Array[Change](0)
+
   /** Changes to a partition's counters, summed by one thread and published at once. */
   private final class Accounting {
     var held = 0L

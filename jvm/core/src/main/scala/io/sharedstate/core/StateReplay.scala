@@ -10,17 +10,18 @@ package io.sharedstate.core
 final class StateReplay(state: State) {
   private var done = false
 
-  def registered(writer: String, frontier: Long): Unit = { check(); state.replayRegistered(writer, frontier) }
+  // Each step returns the updates it rejected (as the live step handed them to the journal).
+  def registered(writer: String, frontier: Long): Seq[RejectedUpdate] = { check(); state.replayRegistered(writer, frontier) }
 
   def committed(writer: String, epoch: Long, updateProgress: Long, writerProgress: Long, finish: Boolean,
-      tasks: Seq[UpdateBatch]): Unit = {
+      tasks: Seq[UpdateBatch]): Seq[RejectedUpdate] = {
     check()
     state.replayCommit(writer, epoch, updateProgress, writerProgress, finish, tasks)
   }
 
-  def finished(writer: String): Unit = { check(); state.replayFinished(writer) }
+  def finished(writer: String): Seq[RejectedUpdate] = { check(); state.replayFinished(writer) }
 
-  def deregistered(writer: String): Unit = { check(); state.replayDeregistered(writer) }
+  def deregistered(writer: String): Seq[RejectedUpdate] = { check(); state.replayDeregistered(writer) }
 
   /** Ends the replay: the State is ready for writers and readers. */
   def finish(): Unit = { check(); done = true; state.replayFinish() }

@@ -1,5 +1,6 @@
 package io.sharedstate.spark
 
+import io.sharedstate.core.{Change, ChangeSubscription}
 import io.sharedstate.spark.distributed.{DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
@@ -10,39 +11,65 @@ final case class ChangeOffset(until: Long) extends Offset {
   override def json(): String = until.toString
 }
 
-/** The changes of one State partition with from <= timestamp < until. */
-final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long) extends InputPartition
+/** The changes of one State partition with from <= timestamp < until (cluster mode: read by scan). */
+final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long, host: Option[String])
+  extends InputPartition {
+  override def preferredLocations(): Array[String] = host.toArray
+}
+
+/** Every partition's changes with from <= timestamp < until, from the query's change subscription (local mode). */
+final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long) extends InputPartition
 
 /**
- * The change stream of a State in micro-batch mode. Offsets are update progress U: a batch reads,
- * from every partition, the applied pairs with timestamps in [previous U, U), which are final, so a
- * re-run batch reads exactly the same changes (exactly-once with any idempotent or transactional
- * sink). The stream is a reader of the State: its fetch progress F is the last committed offset,
- * so compaction keeps every pair it has not read yet, also while the query is stopped.
+ * The change stream of a State in micro-batch mode. Offsets are update progress U: a batch reads the
+ * applied pairs with timestamps in [previous U, U), which are final, so a re-run batch reads exactly
+ * the same changes (exactly-once with any idempotent or transactional sink). The stream is a reader of
+ * the State: its fetch progress F is the last committed offset, so compaction keeps every pair it has
+ * not read yet, also while the query is stopped.
+ *
+ * Local mode: the stream subscribes to the State's change feed (core ChangeFeed, through the ESG) and
+ * a batch is one input partition that takes the subscription's changes in its range, merged across
+ * State partitions in (timestamp, partition, key) order; nothing scans the State per batch. Cluster
+ * mode (partitions on executor hosts): one input partition per State partition, read by a scan on its
+ * host (O(keys of the partition) per batch); the feed does not run on hosts yet (docs/change-stream.md).
  */
 final class ChangeMicroBatchStream(protected val state: DriverState, schemas: StateSchemas, starting: String,
     checkpointLocation: String) extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
+  private var subscription: ChangeSubscription = null // local mode, opened at the first planned batch
 
   override def initialOffset(): Offset = ChangeOffset(ChangeStreams.start(state, starting))
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val (from, until) = range(start, end)
-    Array.tabulate[InputPartition](state.partitionCount)(p => ChangeRange(state.name, p, from, until))
+    ChangeStreams.subscription(state, subscription, from) match {
+      case Some(sub) =>
+        subscription = sub
+        Array(ChangeFeedRange(state.name, sub.id, from, until))
+      case None =>
+        val client = StateClient.of(state.name)
+        Array.tabulate[InputPartition](state.partitionCount)(p => ChangeRange(state.name, p, from, until, client.preferredHost(p)))
+    }
   }
 
   override def createReaderFactory(): PartitionReaderFactory = new ChangeRangeReaderFactory(schemas)
 
-  override def commit(end: Offset): Unit = ChangeStreams.advance(state, reader, end.asInstanceOf[ChangeOffset].until)
+  override def commit(end: Offset): Unit = {
+    val until = end.asInstanceOf[ChangeOffset].until
+    ChangeStreams.advance(state, reader, until)
+    if (subscription != null) subscription.commit(until)
+  }
 
-  override def stop(): Unit = ()
+  override def stop(): Unit = if (subscription != null) { subscription.close(); subscription = null }
 }
 
 final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val r = partition.asInstanceOf[ChangeRange]
-    val changes = StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
+    val changes: Array[Change] = partition match {
+      case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)
+      case r: ChangeRange => StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
+    }
     val rows = new ChangeRows(schemas)
     new PartitionReader[InternalRow] {
       private var i = -1

@@ -1,9 +1,9 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.EventTime
+import io.sharedstate.core.{ChangeSubscription, EventTime}
 import io.sharedstate.spark.distributed.DriverState
 
-/** What the micro-batch and continuous change streams share: their reader registration and F. */
+/** What the micro-batch and continuous change streams share: their reader registration, F and subscription. */
 object ChangeStreams {
   /** Registers the stream of `checkpointLocation` as a reader of `state` (once: a restart keeps its F). */
   def register(state: DriverState, checkpointLocation: String): String = {
@@ -15,6 +15,17 @@ object ChangeStreams {
   /** Where a new stream starts: `earliest`, every pair compaction has kept (from F); `latest`, from U now. */
   def start(state: DriverState, starting: String): Long =
     if (starting == ReadOptions.Latest) state.updateProgress else state.fetchProgress
+
+  /**
+   * The stream's change subscription for reading from `from` on: `current` while it still keeps
+   * `from`, else a new one (the old one closed). None in cluster mode (partitions are read by scan).
+   */
+  def subscription(state: DriverState, current: ChangeSubscription, from: Long): Option[ChangeSubscription] =
+    if (current != null && !current.isClosed && from >= current.keptFrom) Some(current)
+    else {
+      if (current != null) current.close()
+      state.subscribeChanges(from)
+    }
 
   /** The stream has read everything below `until`: F may pass it. */
   def advance(state: DriverState, reader: String, until: Long): Unit = {

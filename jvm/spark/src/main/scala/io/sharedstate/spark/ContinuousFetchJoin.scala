@@ -2,7 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.{FetchAnswer, Key}
 import io.sharedstate.spark.distributed.StateClient
-import java.util.concurrent.{LinkedBlockingQueue, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, LinkedBlockingQueue, TimeUnit}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
@@ -20,18 +20,22 @@ object ContinuousFetchJoin {
     events.mapPartitions(new ContinuousFetchFunction(spec))(Encoders.row(spec.outputSchema))
 }
 
-final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] => Iterator[Row]) with Serializable {
+/** `clientOf` finds the State's client in the task's JVM (tests put a stand-in there). */
+final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
+  extends (Iterator[Row] => Iterator[Row]) with Serializable {
   @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
   @transient private lazy val cells = new FetchAnswerCells(spec)
 
   override def apply(events: Iterator[Row]): Iterator[Row] = {
-    val state = StateClient.of(spec.stateName)
+    val state = clientOf(spec.stateName)
     ContinuousFetchReaders.ensure(state)
     new AnswerIterator(state, events)
   }
 
+  // Answers complete on other threads (the one that advances U, RPC replies); they are turned into
+  // rows here, on the task thread: Spark's deserializers (in `cells`) are not thread-safe.
   private final class AnswerIterator(state: StateClient, events: Iterator[Row]) extends Iterator[Row] {
-    private val ready = new LinkedBlockingQueue[Either[Throwable, Row]]()
+    private val ready = new LinkedBlockingQueue[(Row, Either[Throwable, FetchAnswer])]()
     private var outstanding = 0
     private var nextRow: Row = _
 
@@ -53,44 +57,54 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec) extends (Iterator[Row] 
       r
     }
 
-    private def take(done: Either[Throwable, Row]): Unit = {
+    private def take(done: (Row, Either[Throwable, FetchAnswer])): Unit = {
       outstanding -= 1
-      done match {
+      val (event, result) = done
+      result match {
         case Left(e) => throw e
-        case Right(row) => nextRow = row // null: an inner join dropped the event
+        case Right(answer) =>
+          val c = cells(answer, event.get(spec.timeOrdinal))
+          // null: an inner join drops the event
+          nextRow = if (c.matched || !spec.inner) Row.fromSeq(event.toSeq ++ c.values) else null
       }
     }
 
     private def issue(event: Row): Unit = {
       val key = Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))
       val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
-      val timeValue = event.get(spec.timeOrdinal)
       outstanding += 1
-      state.fetchAsync(spec.rule.request(k, EventTimes.micros(timeValue), spec.mode, spec.valueType)).whenComplete {
-        (answer: FetchAnswer, error: Throwable) =>
-          if (error != null) ready.add(Left(error))
-          else {
-            val c = cells(answer, timeValue)
-            ready.add(Right(if (c.matched || !spec.inner) Row.fromSeq(event.toSeq ++ c.values) else null))
-          }
-      }
+      state.fetchAsync(spec.rule.request(k, EventTimes.micros(event.get(spec.timeOrdinal)), spec.mode, spec.valueType))
+        .whenComplete((answer: FetchAnswer, error: Throwable) => ready.add(event -> (if (error != null) Left(error) else Right(answer))))
     }
   }
 }
 
 /**
  * A continuous fetch join is a reader of its State (it holds F where it was when the query started,
- * since continuous queries have no watermark), registered by the first task of the query on each
- * JVM and removed by [[FetchProgressListener]] when the query stops.
+ * since continuous queries have no watermark), registered by the first task of each run of the query
+ * on each JVM and removed by [[FetchProgressListener]] when the query stops.
  */
 object ContinuousFetchReaders {
   val Prefix = "continuous-fetch-join:"
+  // ContinuousExecution.EPOCH_COORDINATOR_ID_KEY: "<run id>--<uuid>", new for every run of a query
+  private val RunKey = "__epoch_coordinator_id"
+  // (State, reader, run) registered from this JVM. The join's function runs once per epoch, and
+  // asking the coordinator each time waits on the State's lock behind every writer commit: on a
+  // cluster that made each epoch slower than the epoch interval, so the join fell ever further behind.
+  private val registered = ConcurrentHashMap.newKeySet[(String, String, String)]()
 
-  def ensure(state: StateClient): Unit = {
-    val query = Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
-    query.foreach { id =>
-      val reader = s"$Prefix$id"
-      state.ensureReader(reader)
-    }
+  def ensure(state: StateClient): Unit = Option(TaskContext.get()).foreach { c =>
+    ensure(state, c.getLocalProperty("sql.streaming.queryId"), c.getLocalProperty(RunKey))
   }
+
+  /** Registers query `queryId`'s reader with the coordinator once per `run` and JVM. */
+  private[spark] def ensure(state: StateClient, queryId: String, run: String): Unit =
+    if (queryId != null) {
+      val reader = s"$Prefix$queryId"
+      val once = (state.name, reader, String.valueOf(run))
+      if (registered.add(once)) {
+        try state.ensureReader(reader)
+        catch { case e: Throwable => registered.remove(once); throw e }
+      }
+    }
 }

@@ -43,8 +43,7 @@ object FetchJoin {
     val name = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros,
       plan.collect { case c: CollectMetrics if c.name.startsWith(sameKind) => c }.size)
     val session = events.sparkSession
-    // one bucket per shuffle partition: each slot's waiting events spread over all of them
-    val buckets = math.max(1, session.sessionState.conf.numShufflePartitions)
+    val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
     val input = if (events.isStreaming) withProgressTicks(events, state, buckets) else events
     val rows = input
       .groupByKey(new FetchJoinGroupOf(spec, buckets, events.isStreaming))(Encoders.row(FetchJoinGroups.keySchema))

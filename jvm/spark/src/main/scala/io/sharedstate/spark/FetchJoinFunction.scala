@@ -36,23 +36,31 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
   override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {
     val events = if (streaming) rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width))) else rows
     if (streaming && !groupState.exists && !events.hasNext) return Iterator.empty // only ticks, nothing waits here
-    val now = System.currentTimeMillis()
     val waiting: Iterator[(Row, Long)] =
       if (groupState.exists) groupState.get.getSeq[Row](0).iterator.zip(groupState.get.getSeq[Long](1).iterator)
       else Iterator.empty
-    val out = ArrayBuffer.empty[Row]
     val still = ArrayBuffer.empty[Row]
     val stillArrived = ArrayBuffer.empty[Long]
-    // The group's waiting events and its new ones that are not late, asked in one batched request.
+    val now = System.currentTimeMillis()
+    // The group's waiting events, then its new ones, in chunks: each chunk one batched request, its
+    // answers emitted before the next chunk is read, so only the events that keep waiting are held.
+    val inputs: Iterator[(Row, Long)] = waiting ++ events.map(e => (e, -1L))
+    val answered = inputs.grouped(FetchJoinFunction.Chunk).flatMap(chunk => step(chunk, now, still, stillArrived))
+    answered ++ Iterator.single(()).flatMap(_ => finish(groupState, still, stillArrived))
+  }
+
+  // One chunk: null times and late events answered at once, the rest asked of the State in one request.
+  private def step(chunk: Seq[(Row, Long)], now: Long, still: ArrayBuffer[Row], stillArrived: ArrayBuffer[Long]): Iterator[Row] = {
+    val out = ArrayBuffer.empty[Row]
     val asked = ArrayBuffer.empty[(Row, Long, Long)] // event, time, arrival (ms)
-    waiting.foreach { case (event, arrived) => asked += ((event, EventTimes.micros(event.get(spec.timeOrdinal)), arrived)) }
-    events.foreach { event =>
+    chunk.foreach { case (event, arrivedMs) =>
       val time = event.get(spec.timeOrdinal)
       if (time == null) { // nothing to fetch at no time: no match
         if (!spec.inner) out += FetchJoinRows.answered(event, cells.nulls, 0L, EventTime.MinusInfinity)
       } else {
         val t = EventTimes.micros(time)
-        if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
+        if (arrivedMs >= 0) asked += ((event, t, arrivedMs)) // waited already: it was not late on arrival
+        else if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
         else asked += ((event, t, now))
       }
     }
@@ -61,33 +69,43 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
       val requests = asked.map { case (event, t, _) => spec.rule.request(keyOf(event), t, spec.mode, spec.valueType) }.toIndexedSeq
       val answers = state.fetch(requests)
       var i = 0
+      var notYet = 0
       while (i < asked.length) {
         val (event, t, arrivedMs) = asked(i)
         answers(i) match {
           case FetchAnswer.NotYet =>
-            still += event; stillArrived += arrivedMs
+            still += event; stillArrived += arrivedMs; notYet += 1
           case answer =>
             val c = cells(answer, event.get(spec.timeOrdinal))
             if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
         }
         i += 1
       }
-      if (still.nonEmpty && !streaming) {
-        throw new SharedStateException(s"Fetch join on a batch DataFrame: ${still.size} event(s) are not yet " +
+      if (notYet > 0 && !streaming) {
+        throw new SharedStateException(s"Fetch join on a batch DataFrame: event(s) are not yet " +
           s"answerable from State '${spec.stateName}' (U=${EventTime.show(state.updateProgress)}), so a " +
           "read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U.")
       }
     }
-    if (still.isEmpty) {
-      if (groupState.exists) groupState.remove()
-    } else {
-      groupState.update(Row(still.toSeq, stillArrived.toSeq))
-      val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
-      out += FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max)
-    }
     out.iterator
   }
 
+  // After the group's last chunk: keep what still waits, and one bookkeeping row for it.
+  private def finish(groupState: GroupState[Row], still: ArrayBuffer[Row], stillArrived: ArrayBuffer[Long]): Iterator[Row] =
+    if (still.isEmpty) {
+      if (groupState.exists) groupState.remove()
+      Iterator.empty
+    } else {
+      groupState.update(Row(still.toSeq, stillArrived.toSeq))
+      val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
+      Iterator.single(FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max))
+    }
+
   private def keyOf(event: Row): Key =
     new Key(keySerializer(Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))).asInstanceOf[UnsafeRow].copy().getBytes)
+}
+
+object FetchJoinFunction {
+  /** Events per batched fetch request; also bounds what a group holds besides its waiting events. */
+  val Chunk = 4096
 }

@@ -25,6 +25,14 @@ object FetchJoinGroups {
   val Ring = "__sharedstate_ring"
   val keySchema: StructType = StructType(Seq(StructField(Bucket, IntegerType, nullable = false),
     StructField(Ring, IntegerType, nullable = false)))
+  /**
+   * Buckets per slot: 16 per shuffle partition, at most 1024. Many buckets keep each group's state
+   * value small (a slot's waiting events, not all of a partition's); the cost is tick rows, one per
+   * bucket and slot a U step passed (a one-second step: 10 slots x buckets rows, most of them empty
+   * groups).
+   */
+  def buckets(shufflePartitions: Int): Int = math.min(1024, 16 * math.max(1, shufflePartitions))
+
   /** The group of events with no event time (answered at once, with nothing fetched). */
   val NoTime: Int = -1
 

@@ -26,6 +26,24 @@ object SharedStateApi {
 
   def get(name: String): String = describe(Coordinator.get.state(name))
 
+  /**
+   * Opens the durable State `name` under `root` (null: `spark.sharedstate.root`). `readOnly` true:
+   * read-only, following the application that owns the root; false: this application must own it;
+   * null: owns it unless another application does, then read-only. A State already open here is
+   * returned as it is.
+   */
+  def open(name: String, readOnly: java.lang.Boolean, root: String): String = {
+    val spark = SparkSession.active
+    DurableStates.root(spark, Option(root)) match {
+      case Some(r) => DurableStates.open(spark, name, r, Option(readOnly).map(_.booleanValue)).getOrElse(
+        throw new io.sharedstate.core.SharedStateException(s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
+      case None if readOnly != null => throw new io.sharedstate.core.SharedStateException(
+        s"State '$name': read_only applies to durable States; give a root (root=...) or set ${DurableStates.RootConf}.")
+      case None =>
+    }
+    get(name)
+  }
+
   def drop(name: String): Boolean = Coordinator.get.drop(name)
 
   /** Takes a snapshot round of a durable State now; what it did, as JSON. */
@@ -39,6 +57,7 @@ object SharedStateApi {
 
   /** U, F, per-writer and per-reader progress and sizes. Times are microseconds; null stands for -/+ infinity. */
   def progress(name: String): String = {
+    DurableStates.catchUp(name)
     val m = Coordinator.get.state(name).metrics
     json.writeValueAsString(Map[String, Any](
       "state" -> m.name,
@@ -69,7 +88,8 @@ object SharedStateApi {
     "root" -> DurableStates.rootOf(s.spec.name).orNull,
     // partitions rebuilt on another executor after theirs was lost (cluster mode, durable States)
     "moves" -> s.moves.map(m => Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from.executorId,
-      "to" -> m.to.executorId, "millis" -> m.millis).asJava).asJava).asJava)
+      "to" -> m.to.executorId, "millis" -> m.millis).asJava).asJava,
+    "read_only" -> DurableStates.readOnly(s.spec.name).orNull).asJava)
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

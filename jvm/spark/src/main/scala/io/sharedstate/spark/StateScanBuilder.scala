@@ -1,6 +1,10 @@
 package io.sharedstate.spark
 
+import io.sharedstate.core.RejectedUpdate
 import io.sharedstate.spark.distributed.{DriverState, StateClient}
+import io.sharedstate.spark.distributed.Messages.StoredPairs
+import io.sharedstate.spark.durable.DurableStates
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
@@ -10,8 +14,8 @@ import org.apache.spark.sql.types.StructType
  * One input partition per State partition, preferring the executor that owns it (read there, the
  * scan is a local call; anywhere else it is one RPC to the owner). The rejected table is one partition.
  */
-final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String])
-  extends InputPartition {
+final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String],
+    durableRejected: Option[Seq[RejectedUpdate]] = None, durablePairs: Option[StoredPairs] = None) extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
@@ -31,12 +35,22 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
         s"Table '${ReadOptions.ProgressTable}' is read in micro-batch mode only.")
       new ChangeContinuousStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
-    override def planInputPartitions(): Array[InputPartition] =
-      if (read.table == ReadOptions.RejectedTable) Array(StateInputPartition(state.name, 0, read, None))
-      else {
+    override def planInputPartitions(): Array[InputPartition] = {
+      // A read-only durable State first catches up with the Delta changelog; a durable State's
+      // rejected updates come from its rejected table (the whole history, also across restarts).
+      DurableStates.catchUp(state.name)
+      if (read.table == ReadOptions.RejectedTable) {
+        Array(StateInputPartition(state.name, 0, read, None, DurableStates.rejected(state.name)))
+      } else {
         val client = StateClient.of(state.name)
-        Array.tabulate[InputPartition](state.partitionCount)(i => StateInputPartition(state.name, i, read, client.preferredHost(i)))
+        // Older than compaction lets memory answer: a durable State answers from its Delta tables.
+        val fromTables = if (read.asOfMicros == io.sharedstate.core.EventTime.PlusInfinity) None
+          else DurableStates.asOfFromTables(SparkSession.active, state.name, read.asOfMicros,
+            math.min(state.fetchProgress, state.updateProgress))
+        Array.tabulate[InputPartition](state.partitionCount)(i =>
+          StateInputPartition(state.name, i, read, client.preferredHost(i), durablePairs = fromTables.map(_(i))))
       }
+    }
     override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
   }
 }
@@ -46,8 +60,8 @@ final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFac
     val p = partition.asInstanceOf[StateInputPartition]
     val client = StateClient.of(p.stateName)
     val rows =
-      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(client.rejectedUpdates, schemas)
-      else AsOfScan.rows(client.asOf(p.partition, p.read.asOfMicros), schemas)
+      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
+      else AsOfScan.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _
       override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true } else false

@@ -84,6 +84,13 @@ final class ElasticScaleGate[T] private (
     append(h, EsgNode.WATERMARK, timestamp, new EsgTuple[T](timestamp, null.asInstanceOf[T], source, true))
   }
 
+  /**
+   * Whether the next `add` or `heartbeat` of `source` goes through without waiting for back-pressure
+   * (called from the source's thread). Lets a source that must not wait make room first, e.g. by
+   * draining readers or releasing the source that holds them back.
+   */
+  def hasRoom(source: Int): Boolean = hasSpace(activeSource(source))
+
   /** The smallest timestamp `source` may add next (for a new source: its start time). */
   def lowerBound(source: Int): Long = activeSource(source).lastTs
 

@@ -14,7 +14,9 @@ final case class RangeAggregate(function: String, from: Long, valueType: ValueTy
   import RangeAggregate._
 
   val name: String = function
-  private val row = new BinaryRow(valueType.size)
+  // A reader with no data, rebuilt where the rule is used: requests carry the rule to remote hosts
+  // (Java serialisation), and BinaryRow is not serialisable.
+  @transient private lazy val row = new BinaryRow(valueType.size)
 
   val resultType: ValueType = function match {
     case "count" => ValueType.of("count" -> FieldType.LongType)

@@ -57,6 +57,29 @@ class FetchRulesSuite extends AnyFunSuite {
     assert(ask("sum", 41, 99) == FetchAnswer.Absent, "sum of an empty range is absent (SQL NULL)")
   }
 
+  test("every built-in fetch rule survives Java serialisation (requests travel to remote hosts) and answers the same") {
+    val s = loaded()
+    def roundTrip[T](o: T): T = {
+      val bytes = new java.io.ByteArrayOutputStream
+      val out = new java.io.ObjectOutputStream(bytes)
+      out.writeObject(o)
+      out.close()
+      new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject().asInstanceOf[T]
+    }
+    def same(a: FetchAnswer, b: FetchAnswer): Boolean = (a, b) match {
+      case (FetchAnswer.Aggregate(x, xt), FetchAnswer.Aggregate(y, yt)) => x.sameElements(y) && xt == yt
+      case (FetchAnswer.Pairs(xt, xv), FetchAnswer.Pairs(yt, yv)) =>
+        xt.sameElements(yt) && xv.length == yv.length && xv.indices.forall(i => xv(i).sameElements(yv(i)))
+      case (FetchAnswer.Found(xt, xv), FetchAnswer.Found(yt, yv)) => xt == yt && xv.sameElements(yv)
+      case _ => a == b
+    }
+    FetchRule.BuiltInNames.foreach { name =>
+      val request = FetchRequest(k("a"), 35, s.fetchRule(name, 10))
+      val copy = roundTrip(request)
+      assert(same(s.fetch(copy), s.fetch(request)), name)
+    }
+  }
+
   test("aggregates that cannot read the value type, and rules outside the State's set, fail clearly") {
     val strings = new State(StateSpec("c", "k STRING", "campaign STRING", 1, "replace", fetchRules = Seq("latest", "range")))
     assert(intercept[SharedStateException](strings.fetchRule("sum")).getMessage.contains("does not answer fetch rule 'sum'"))

@@ -100,12 +100,14 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       val tables = DurableStates.tables(spark, spec, root)
       val source = PartitionSource.of(tables)
       val keeper = new State(spec)
-      val nextSeq = StateRecovery.replay(keeper, tables.log, None, rebuilds = _ => false)
+      // The keeper sees no partition's updates, so it cannot tell their rejections: the rejected table
+      // is not filled in for an epoch whose rejected-table commit was lost (see docs/durability.md).
+      val nextSeq = StateRecovery.replay(keeper, tables.log, None, rejected = None, rebuilds = _ => false).nextSeq
       val owners = hostsForNewState()
       val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
       val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray, Some(source))))
       asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
-      val journal = new DeltaJournal(spec.name, tables.log, tables.target, nextSeq)
+      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, tables.lease)
       val state = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pickHost)))
       DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
       states.put(spec.name, state)

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{JournalCommit, RejectedUpdate, SharedStateException, State, StateJournal, StateMetrics, StateSpec}
+import io.sharedstate.core.{ChangeSubscription, JournalCommit, RejectedUpdate, SharedStateException, State, StateJournal, StateMetrics, StateSpec}
 import io.sharedstate.core.State.CommitOutcome
 import io.sharedstate.spark.distributed.Messages._
 import io.sharedstate.spark.durable.{DeltaJournal, EncodedPartition, PartitionSource, SnapshotSource}
@@ -53,6 +53,16 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
 
   /** Partitions rebuilt elsewhere after losing their host, and how long each move took. */
   @volatile var moves: Vector[DriverState.Move] = Vector.empty
+
+  /**
+   * A subscription to the State's change feed from `from` (see core ChangeFeed), in local mode where
+   * the State lives in this JVM. None in a cluster: there the change stream reads each partition
+   * from its host by scan (see ChangeMicroBatchStream).
+   */
+  def subscribeChanges(from: Long): Option[ChangeSubscription] = cluster match {
+    case None => Some(progressKeeper.subscribeChanges(from))
+    case Some(_) => None
+  }
 
   def registerWriter(writer: String): Unit = step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
   def abortEpoch(writer: String, epoch: Long): Unit = step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
@@ -153,6 +163,7 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
       EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress)
     }
     override def betweenCommits[T](body: => T): T = DriverState.this.synchronized(body)
+    override def checkHealthy(): Unit = durable.foreach(_.journal.checkHealthy())
   }
 
   private[distributed] def close(): Unit = progressKeeper.close()

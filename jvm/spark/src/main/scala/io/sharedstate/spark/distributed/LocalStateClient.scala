@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{Change, FetchAnswer, RejectedUpdate, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, State, StateSpec, UpdateBatch}
 import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages.StoredPairs
@@ -25,6 +25,7 @@ final class LocalStateClient(state: State) extends StateClient {
 
   override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = state.fetchAsync(request)
   override def changes(partition: Int, from: Long, until: Long): Array[Change] = state.changes(partition, from, until)
+  override def changeSubscription(id: Long): ChangeSubscription = state.changeSubscription(id)
   override def updateProgressAt(partition: Int): Long = state.updateProgress
   override def readerProgress(reader: String): Option[Long] = state.readerProgress(reader)
   override def ensureReader(reader: String): Unit =

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{Change, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages.StoredPairs
 import java.util.concurrent.CompletableFuture
@@ -59,6 +59,7 @@ final class RecoveringStateClient(state: String, node: ClusterNode) extends Stat
   override def asOf(partition: Int, asOf: Long): StoredPairs = attempt(_.asOf(partition, asOf))
   override def rejectedUpdates: Seq[RejectedUpdate] = attempt(_.rejectedUpdates)
   override def preferredHost(partition: Int): Option[String] = attempt(_.preferredHost(partition))
+  override def changeSubscription(id: Long): ChangeSubscription = first.changeSubscription(id) // fails as the routed client does
 
   private def unreachable(e: Throwable): Option[HostUnreachableException] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case h: HostUnreachableException => h }

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{Change, FetchAnswer, Key, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, Key, SharedStateException, RejectedUpdate, StateSpec, UpdateBatch}
 import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages._
@@ -88,6 +88,10 @@ final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends Stat
     else HostLink.await[Array[Change]](node.link(owner).ask(GetChanges(name, route.incarnation, partition, from, until)),
       owner, name, Seq(partition))
   }
+
+  // A cluster's change stream reads each host's partitions by scan (see ChangeMicroBatchStream).
+  override def changeSubscription(id: Long): ChangeSubscription = throw new SharedStateException(
+    s"State '$name' is hosted on executors: its change stream reads partitions by scan, not through a change subscription.")
 
   override def updateProgressAt(partition: Int): Long = {
     val owner = route.owners(partition)

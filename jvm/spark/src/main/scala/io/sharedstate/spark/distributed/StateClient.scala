@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{Change, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
 import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.SharedStateRuntime
@@ -31,6 +31,9 @@ trait StateClient {
 
   /** The applied pairs of `partition` with from <= timestamp < until (a range below U), in timestamp order. */
   def changes(partition: Int, from: Long, until: Long): Array[Change]
+
+  /** The open change subscription `id` of the State (local mode: the driver opened it in this JVM). */
+  def changeSubscription(id: Long): ChangeSubscription
 
   /** U where `partition` is hosted: everything below it is applied there. */
   def updateProgressAt(partition: Int): Long

@@ -60,6 +60,25 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
       .filter(_.partition == partition).toIndexedSeq
   }
 
+  /** The paths of the data files of `version`. */
+  def filesOf(version: Long): Set[String] = {
+    val paths = collection.mutable.Set.empty[String]
+    KernelTables.scan(engine, table.getSnapshotAsOfVersion(engine, version), None, ChangelogSchema.physical,
+      { path => paths += path; false })(identity)
+    paths.toSet
+  }
+
+  /**
+   * The rows of the data files of `version` that are not in `seen` (paths), and every file path of
+   * that version: what a reader following the table reads after the last version it read.
+   */
+  def readNewFiles(version: Long, seen: collection.Set[String]): (IndexedSeq[ChangelogRow], Set[String]) = {
+    val paths = collection.mutable.Set.empty[String]
+    val rows = KernelTables.scan(engine, table.getSnapshotAsOfVersion(engine, version), None, ChangelogSchema.physical,
+      { path => paths += path; !seen.contains(path) })(toChangelogRow)
+    (rows.toIndexedSeq, paths.toSet)
+  }
+
   private def newTransaction(txnId: Option[(String, Long)]): Transaction = {
     val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.STREAMING_UPDATE)
     txnId.foreach { case (app, version) => builder.withTransactionId(engine, app, version) }

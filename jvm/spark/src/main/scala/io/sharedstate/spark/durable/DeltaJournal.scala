@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{JournalCommit, SharedStateException, StateJournal}
+import io.sharedstate.core.{JournalCommit, RejectedUpdate, SharedStateException, StateJournal}
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 
 /**
@@ -12,16 +12,24 @@ import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
  *
  * @param nextSeq the order number of the next event (events are ordered across writers by it)
  */
-final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, nextSeq: Long) extends StateJournal {
+final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
+    nextSeq: Long, lease: OwnerLease) extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
+  private var rejectedThrough = -1L // the last event whose rejections went to the rejected table with its guard
+  // A failed rejected-table commit: the State applied a step whose rejections are not durable, so it
+  // takes no further step (nor snapshot) until it is reopened and recovery writes them.
+  @volatile private var broken: Option[Throwable] = None
 
   /** The order number of the last event journaled (-1: none); read it under the State's commit lock. */
   def lastSeq: Long = seq - 1
 
-  override def writerRegistered(writer: String, frontier: Long): Unit =
+  override def writerRegistered(writer: String, frontier: Long): Unit = {
+    checkHealthy()
     log.commitFiles(eventFile(Seq(event(Events.Register, writer, -1L, writerProgress = frontier))))
+  }
 
   override def epochCommitting(c: JournalCommit): Unit = {
+    checkHealthy()
     val files = c.payload match {
       case null => Nil
       case fs: Seq[_] => fs.map { case f: ChangelogFile => f; case other => unexpected(other) }
@@ -36,9 +44,37 @@ final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTa
     }
   }
 
-  override def writerFinished(writer: String): Unit = log.commitFiles(eventFile(Seq(event(Events.Finish, writer, -1L))))
+  override def writerFinished(writer: String): Unit = {
+    checkHealthy()
+    log.commitFiles(eventFile(Seq(event(Events.Finish, writer, -1L))))
+  }
 
-  override def writerDeregistered(writer: String): Unit = log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
+  override def writerDeregistered(writer: String): Unit = {
+    checkHealthy()
+    log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
+  }
+
+  // The step's rejections, tagged with its last event; a step without an event of its own (none in a
+  // durable State's normal life) is appended unguarded.
+  override def updatesRejected(rejected: Seq[RejectedUpdate]): Unit = {
+    val at = lastSeq
+    val guard = if (at > rejectedThrough) Some(at) else None
+    try rejectedTable.append(rejected.map(at -> _), guard)
+    catch { case e: Exception => broken = Some(e); throw e }
+    guard.foreach(rejectedThrough = _)
+  }
+
+  /** Fails if this application lost the root's lease or a rejected-table commit failed (see `broken`); the snapshotter checks it too. */
+  def checkHealthy(): Unit = {
+    if (!lease.held) throw new SharedStateException(s"State '$state': this application no longer owns ${log.path} " +
+      s"(its lease was taken over by ${lease.owner.map(_.describe).getOrElse("another application")}); it takes no " +
+      "further commits. Stop it, or open the State read-only.")
+    broken.foreach { e =>
+    throw new SharedStateException(s"State '$state': writing its rejected updates to ${rejectedTable.path} failed " +
+      s"(${e.getMessage}); the State takes no further commits in this application. Reopen it (State.get) to recover " +
+      "them from the changelog.", e)
+    }
+  }
 
   private def event(kind: String, writer: String, epoch: Long, updateProgress: java.lang.Long = null,
       writerProgress: java.lang.Long = null): ChangelogRow = {

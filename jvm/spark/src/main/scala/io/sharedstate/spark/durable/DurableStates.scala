@@ -1,12 +1,13 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{SharedStateException, State, StateSpec}
+import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateSpec}
 import io.sharedstate.spark.SharedStateRuntime
 import io.sharedstate.spark.Intervals
 import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
+import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.sql.SparkSession
 
 /**
@@ -23,27 +24,82 @@ object DurableStates extends Logging {
   /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
   val SnapshotsRetainedConf = "spark.sharedstate.snapshot.retained"
   val DefaultSnapshotsRetained = 2
+  /** How long an owner's lease lasts without renewal (it renews every third of it). */
+  val OwnerLeaseConf = "spark.sharedstate.owner.lease"
+  val DefaultOwnerLease = "30 seconds"
+  /** How often a read-only State looks for new changelog versions in the background. */
+  val FollowIntervalConf = "spark.sharedstate.follow.interval"
+  val DefaultFollowInterval = "1 second"
 
-  private final case class Durable(root: String, log: DeltaChangelog, target: ChangelogTarget, snapshotter: Snapshotter,
-      schedule: Option[ScheduledExecutorService])
+  /**
+   * A durable State of this application. `readOnly`: why it is read-only (then it has a follower and
+   * no snapshotter), or None when this application owns the root (then it holds the lease).
+   */
+  private final case class Durable(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget, rejected: RejectedTable,
+      snapshotter: Option[Snapshotter], schedule: Option[ScheduledExecutorService], lease: OwnerLease,
+      readOnly: Option[String], follower: Option[StateFollower], cluster: Boolean = false) {
+    def stop(): Unit = {
+      schedule.foreach(_.shutdownNow())
+      follower.foreach(_.stop())
+      lease.release()
+    }
+  }
   private val open = new ConcurrentHashMap[String, Durable]()
+  @volatile private var listening: Option[org.apache.spark.SparkContext] = None
 
   /** The root for a State: `explicit` when given, else the session's `spark.sharedstate.root`, else none (in memory). */
   def root(spark: SparkSession, explicit: Option[String]): Option[String] =
     explicit.map(_.trim).filter(_.nonEmpty).orElse(spark.conf.getOption(RootConf).map(_.trim).filter(_.nonEmpty))
 
-  /** What write tasks of `state` need to log their updates, when the State is durable. */
-  def target(state: String): Option[ChangelogTarget] = Option(open.get(state)).map(_.target)
+  /**
+   * What write tasks of `state` need to log their updates, when the State is durable. A write to a
+   * read-only State fails here, before any task runs.
+   */
+  def target(state: String): Option[ChangelogTarget] = Option(open.get(state)).map { d =>
+    d.readOnly.foreach(why => throw ReadOnlyJournal.error(state, d.root, why, "it cannot be written"))
+    d.target
+  }
+
+  /** Why the durable State `state` is read-only in this application, if it is. */
+  def readOnly(state: String): Option[String] = Option(open.get(state)).flatMap(_.readOnly)
+
+  /**
+   * A read-only State catches up with the changelog's latest Delta version (a read on it is at least
+   * as new as the table when the read started); no-op for other States. Returns the version it is at.
+   */
+  def catchUp(state: String): Option[Long] = Option(open.get(state)).flatMap(_.follower).map(_.catchUp())
+
+  /**
+   * Per partition, the durable State `state` as of `time` rebuilt from its Delta tables (see
+   * [[TimeTravel]]) when `time` is below `horizon`, min(F, U), under which compaction may have dropped
+   * versions in memory; None when memory answers (not durable, no compaction, or `time` not below it).
+   */
+  def asOfFromTables(spark: SparkSession, state: String, time: Long, horizon: Long): Option[IndexedSeq[io.sharedstate.spark.distributed.Messages.StoredPairs]] =
+    Option(open.get(state)).filterNot(_.cluster).flatMap { d => // cluster mode: memory answers (docs/durability.md)
+      val spec = SharedStateRuntime.registry.get(state).spec
+      if (time >= horizon || spec.compaction.trim.equalsIgnoreCase("none")) None
+      else Some(TimeTravel.asOf(spark, spec, d.log, d.snapshots, time))
+    }
+
+  /** Every update the durable State `state` rejected, from its rejected table (None: not durable). */
+  def rejected(state: String): Option[Seq[RejectedUpdate]] = Option(open.get(state)).filterNot(_.cluster).map { d =>
+    d.follower.foreach(_.catchUp())
+    d.rejected.readAll()
+  }
 
   /** The root a durable State lives under. */
   def rootOf(state: String): Option[String] = Option(open.get(state)).map(_.root)
 
-  /** Creates the State under `root`, or reopens (and recovers) it if its tables already exist there. */
+  /**
+   * Creates the State under `root`, or reopens (and recovers) it if its tables already exist there.
+   * Creating means owning: if another application holds the root's lease, this waits up to the lease
+   * for it to run out (a crashed owner), then fails naming the owner.
+   */
   def create(spark: SparkSession, spec: StateSpec, root: String): State = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
-    attach(spark, spec, dir, root, conf)
+    attach(spark, spec, dir, root, conf, Owner(waitMs = leaseMs(spark)))
   }
 
   /** The definition stored for State `name` under `root`, if its tables exist there. */
@@ -55,21 +111,33 @@ object DurableStates extends Logging {
 
   /**
    * Opens the tables of `spec` under `root` (created when missing; stored with a different
-   * definition is an error) for a State whose partitions live on cluster hosts.
+   * definition is an error) for a State whose partitions live on cluster hosts. The driver takes the
+   * root's lease as owner, as [[create]] does (a cluster State is never opened read-only).
    */
   def tables(spark: SparkSession, spec: StateSpec, root: String): DurableTables = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
-    val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
-    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
-    DurableTables(root, log, snapshots, log.target(spec.partitions))
+    releaseLeasesAtEnd(spark)
+    val sc = spark.sparkContext
+    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
+    lease.acquire(leaseMs(spark)).foreach { o =>
+      throw new SharedStateException(s"State '${spec.name}' under $root is owned by ${o.describe}; a second " +
+        s"application cannot write it. Stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
+    }
+    try {
+      val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+      val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+      val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
+      DurableTables(root, log, snapshots, log.target(spec.partitions), rejected, lease)
+    } catch { case e: Throwable => lease.release(); throw e }
   }
 
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit = synchronized {
     val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, retained(spark))
-    open.put(name, Durable(tables.root, tables.log, tables.target, snapshotter, schedule(spark, name, snapshotter)))
+    open.put(name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
+      schedule(spark, name, snapshotter), tables.lease, None, None, cluster = true))
   }
 
   private def checkOrCreateMetadata(spec: StateSpec, dir: Path, root: String, conf: Configuration): Unit = {
@@ -83,47 +151,100 @@ object DurableStates extends Logging {
     else MetadataTable.create(metadata, spec, conf)
   }
 
-  /** Opens the State `name` from its tables under `root`, if they exist there. */
-  def open(spark: SparkSession, name: String, root: String): Option[State] = synchronized {
+  /**
+   * Opens the State `name` from its tables under `root`, if they exist there. `readOnly`: Some(true)
+   * opens it read-only (following the owner's commits); None takes the root's lease if no other
+   * application holds it and opens read-only if one does; Some(false) must own it (waits up to the
+   * lease, then fails naming the owner).
+   */
+  def open(spark: SparkSession, name: String, root: String, readOnly: Option[Boolean] = None): Option[State] = synchronized {
     StateSpec.validateName(name)
-    SharedStateRuntime.registry.find(name).orElse {
+    SharedStateRuntime.registry.find(name).map { s =>
+      if (readOnly.contains(false)) this.readOnly(name).foreach(why => throw ReadOnlyJournal.error(name, root, why,
+        "it cannot be opened for writing while it is open read-only; drop it here first"))
+      s
+    }.orElse {
       val conf = spark.sessionState.newHadoopConf()
       val dir = stateDir(root, name, conf)
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None
-      else Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf))
+      else {
+        val mode = readOnly match {
+          case Some(true) => ReadOnly
+          case Some(false) => Owner(waitMs = leaseMs(spark))
+          case None => OwnerIfFree
+        }
+        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode))
+      }
     }
   }
 
-  /** Forgets the State's tables in this application (they stay on storage) and stops its snapshots. */
-  def forget(name: String): Unit = Option(open.remove(name)).foreach(_.schedule.foreach(_.shutdownNow()))
+  /** Forgets the State's tables in this application (they stay on storage), stops its background work, lets go of its lease. */
+  def forget(name: String): Unit = Option(open.remove(name)).foreach(_.stop())
 
   /** Takes a snapshot round of the durable State `name` now (see [[Snapshotter]]). */
-  def snapshot(name: String): SnapshotRound = Option(open.get(name)).map(_.snapshotter.round()).getOrElse(
-    throw new SharedStateException(s"State '$name' is not durable in this application: it has no root " +
-      s"(create it with a root, or set $RootConf)."))
+  def snapshot(name: String): SnapshotRound = Option(open.get(name)) match {
+    case None => throw new SharedStateException(s"State '$name' is not durable in this application: it has no root " +
+      s"(create it with a root, or set $RootConf).")
+    case Some(d) => d.snapshotter.map(_.round()).getOrElse(
+      throw ReadOnlyJournal.error(name, d.root, d.readOnly.getOrElse("read-only"), "it takes no snapshots"))
+  }
 
-  private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration): State = {
+  private sealed trait Mode
+  private case object ReadOnly extends Mode
+  private case object OwnerIfFree extends Mode
+  private final case class Owner(waitMs: Long) extends Mode
+
+  private def leaseMs(spark: SparkSession): Long =
+    Intervals.parseMicros(OwnerLeaseConf, spark.conf.getOption(OwnerLeaseConf).getOrElse(DefaultOwnerLease).trim) / 1000L
+
+  private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode): State = {
     SharedStateRuntime.registry.find(spec.name).foreach { existing =>
       if (open.containsKey(spec.name)) return SharedStateRuntime.registry.create(spec) // checks the definition
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
+    releaseLeasesAtEnd(spark)
+    val sc = spark.sparkContext
+    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
+    val readOnly: Option[String] = mode match {
+      case ReadOnly => Some("opened with read_only")
+      case OwnerIfFree => lease.acquire(0L).map(o => s"${o.describe} owns it")
+      case Owner(waitMs) => lease.acquire(waitMs).map { o =>
+        throw new SharedStateException(s"State '${spec.name}' under $root is owned by ${o.describe}; a second " +
+          s"application cannot write it. Open it read-only there (State.get(spark, '${spec.name}', read_only=True)) or " +
+          s"stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
+      }
+    }
     val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
     val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+    val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
     val target = log.target(spec.partitions)
     var journal: DeltaJournal = null
-    val state = SharedStateRuntime.registry.create(spec, { s =>
+    var recovered: Recovered = null
+    val state = try SharedStateRuntime.registry.create(spec, { s =>
       val started = System.nanoTime()
-      val nextSeq = StateRecovery.replay(s, log, Some(snapshots))
-      journal = new DeltaJournal(spec.name, log, target, nextSeq)
-      s.attachJournal(journal)
+      // A read-only State leaves the rejected table to its owner.
+      recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None)
+      readOnly match {
+        case None =>
+          journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, lease)
+          s.attachJournal(journal)
+        case Some(why) => s.attachJournal(new ReadOnlyJournal(spec.name, root, why))
+      }
       logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
-        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)")
-    })
+        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)" + readOnly.fold("")(w => s", read-only: $w"))
+    }) catch { case e: Throwable => lease.release(); throw e }
+    if (readOnly.nonEmpty) {
+      val intervalText = spark.conf.getOption(FollowIntervalConf).getOrElse(DefaultFollowInterval).trim
+      val intervalMs = if (intervalText == "0") 0L else Intervals.parseMicros(FollowIntervalConf, intervalText) / 1000L
+      val follower = new StateFollower(state, log, recovered, intervalMs)
+      open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
+      return state
+    }
     val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, retained(spark))
     val schedule = this.schedule(spark, spec.name, snapshotter)
-    open.put(spec.name, Durable(root, log, target, snapshotter, schedule))
+    open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
 
@@ -147,6 +268,18 @@ object DurableStates extends Logging {
     }
   }
 
+  // When the application ends, its leases are let go, so the next application takes the roots at once.
+  private def releaseLeasesAtEnd(spark: SparkSession): Unit = {
+    val sc = spark.sparkContext
+    if (!listening.contains(sc)) {
+      listening = Some(sc)
+      sc.addSparkListener(new SparkListener {
+        override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit =
+          open.keySet.toArray(Array.empty[String]).foreach(forget)
+      })
+    }
+  }
+
   // The State's directory; its name is a plain identifier (validated by StateSpec), so it stays under the root.
   private def stateDir(root: String, name: String, conf: Configuration): Path = {
     StateSpec.validateName(name)
@@ -157,4 +290,5 @@ object DurableStates extends Logging {
 }
 
 /** The Delta tables of one durable State under its root. */
-final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget)
+final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
+    rejected: RejectedTable, lease: OwnerLease)

@@ -50,8 +50,12 @@ object KernelTables {
   def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long =
     txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava))).getVersion
 
-  /** Every row of `snapshot` matching `filter` (partition pruning), with its partition columns. */
-  def scan[T](engine: Engine, snapshot: Snapshot, filter: Option[Predicate], physical: StructType)(f: Row => T): Seq[T] = {
+  /**
+   * Every row of `snapshot` matching `filter` (partition pruning), with its partition columns; only
+   * from the data files whose path `readFile` accepts (a reader following a table reads new files only).
+   */
+  def scan[T](engine: Engine, snapshot: Snapshot, filter: Option[Predicate], physical: StructType,
+      readFile: String => Boolean = _ => true)(f: Row => T): Seq[T] = {
     val builder = snapshot.getScanBuilder
     val scan = filter.fold(builder)(builder.withFilter).build()
     val scanState = scan.getScanState(engine)
@@ -60,8 +64,10 @@ object KernelTables {
     try scanFiles.asScala.foreach { fileBatch =>
       val fileRows = fileBatch.getRows
       try fileRows.asScala.foreach { scanFile =>
+        val status = InternalScanFileUtils.getAddFileStatus(scanFile)
+        if (readFile(status.getPath)) {
         val data = engine.getParquetHandler
-          .readParquetFiles(Utils.singletonCloseableIterator(InternalScanFileUtils.getAddFileStatus(scanFile)), physical,
+          .readParquetFiles(Utils.singletonCloseableIterator(status), physical,
             Optional.empty())
           .map[ColumnarBatch](_.getData)
         val logical = Scan.transformPhysicalData(engine, scanState, scanFile, data)
@@ -69,6 +75,7 @@ object KernelTables {
           val rows = b.getRows
           try rows.asScala.foreach(r => out += f(r)) finally rows.close()
         } finally logical.close()
+        }
       } finally fileRows.close()
     } finally scanFiles.close()
     out.toSeq

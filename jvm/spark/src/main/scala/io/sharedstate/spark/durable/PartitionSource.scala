@@ -16,7 +16,7 @@ final case class PartitionSource(changelogPath: String, snapshotsPath: String, h
    * Rebuilds `partitions` of the fresh `state` from their latest snapshots and the changelog after
    * them, replaying every journal event (so the State's progress is the journal's).
    */
-  def rebuild(state: State, partitions: Set[Int]): Unit = StateRecovery.replay(state, log, Some(snapshots), rebuilds = partitions)
+  def rebuild(state: State, partitions: Set[Int]): Unit = StateRecovery.replay(state, log, Some(snapshots), rejected = None, rebuilds = partitions)
 
   /** The updates `writer` sent to `partitions` in `epoch`, per task (the epoch must be in the changelog). */
   def epochTasks(partitionCount: Int, partitions: Seq[Int], writer: String, epoch: Long): Seq[(Int, UpdateBatch)] =

@@ -15,6 +15,9 @@ trait SnapshotSource {
 
   /** Runs `body` while no commit (nor progress event) of the State runs. */
   def betweenCommits[T](body: => T): T
+
+  /** Fails when the State's journal takes no further step (lease lost, rejected-table commit failed). */
+  def checkHealthy(): Unit
 }
 
 final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long)
@@ -28,5 +31,6 @@ object SnapshotSource {
       EncodedPartition(bytes, seq, u)
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
+    override def checkHealthy(): Unit = journal.checkHealthy()
   }
 }

@@ -35,14 +35,27 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
   }
 
   /** The ids of the complete snapshots of `partition`, newest first. */
-  def ids(partition: Int): Seq[Long] = chunksOf(partition).groupBy(_._1).collect {
+  def ids(partition: Int): Seq[Long] = ids(chunksOf(partition))
+
+  private def ids(rows: Seq[(Long, Int, Int, Long, Array[Byte])]): Seq[Long] = rows.groupBy(_._1).collect {
     case (id, cs) if cs.map(_._2).toSet.size == cs.head._3 => id
   }.toSeq.sorted.reverse
 
   /** The newest complete snapshot of `partition`. */
-  def latest(partition: Int): Option[StoredSnapshot] = {
+  def latest(partition: Int): Option[StoredSnapshot] = newest(partition, _ => true)
+
+  /** The newest complete snapshot of `partition` taken when U was at or before `time`. */
+  def atOrBefore(partition: Int, time: Long): Option[StoredSnapshot] = newest(partition, _ <= time)
+
+  /** U of the oldest complete snapshot of `partition`, if any. */
+  def oldestProgress(partition: Int): Option[Long] = {
     val rows = chunksOf(partition)
-    ids(partition).headOption.map { id =>
+    ids(rows).lastOption.flatMap(id => rows.find(_._1 == id)).map(_._4)
+  }
+
+  private def newest(partition: Int, progressOk: Long => Boolean): Option[StoredSnapshot] = {
+    val rows = chunksOf(partition)
+    ids(rows).find(id => rows.exists(r => r._1 == id && progressOk(r._4))).map { id =>
       val mine = rows.filter(_._1 == id).sortBy(_._2).distinctBy(_._2)
       val out = new java.io.ByteArrayOutputStream()
       mine.foreach(r => out.write(r._5))

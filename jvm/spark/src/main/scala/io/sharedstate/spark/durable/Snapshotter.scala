@@ -21,6 +21,7 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
 
   def round(): SnapshotRound = synchronized {
+    state.checkHealthy()
     var written = 0
     (0 until state.partitionCount).foreach { p =>
       val e = state.encode(p)

@@ -5,58 +5,88 @@ import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
 
+/** Where a recovery (or a follower's catch-up) left the State: the next journal event and the table version read. */
+final case class Recovered(nextSeq: Long, version: Long)
+
 /**
- * Rebuilds a State from its tables: each partition from its latest snapshot, then the journal's
+ * Rebuilds a State from its tables: each partition from its latest snapshot (or the one `pick` chooses), then the journal's
  * events are replayed in order (see [[StateReplay]]), each commit with those of its epoch's updates
  * that the partition's snapshot does not hold yet, in the order its tasks sent them. Partitions
- * (snapshots and changelog) are read and decoded in parallel. Returns the order number for the next
- * journal event.
+ * (snapshots and changelog) are read and decoded in parallel, all at one changelog version. The
+ * rejections of the replayed events that the rejected table does not hold yet (the application
+ * stopped between an epoch's changelog commit and its rejected-table commit) are written to it.
  */
 object StateRecovery {
   /**
    * @param rebuilds the State partitions to rebuild (a cluster host rebuilds its own; the others stay
    *                 empty, and the journal's events still replay the whole progress). Rows of no
    *                 partition (a null key) belong to the host of their task's partition, as when staged.
+   *                 A partial rebuild sees only its partitions' rejections: pass `rejected` = None then
+   *                 (the driver, which replays the whole journal, keeps the rejected table).
    */
-  def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], threads: Int = 4,
-      rebuilds: Int => Boolean = _ => true): Long = {
+  def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], rejected: Option[RejectedTable],
+      threads: Int = 4, pick: (SnapshotTable, Int) => Option[StoredSnapshot] = (t, p) => t.latest(p),
+      rebuilds: Int => Boolean = _ => true): Recovered = {
     val n = state.partitionCount
     val partitions = (0 until n).filter(rebuilds)
     val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size + 1)))
-    val (rows, restored) = try {
+    val (rows, restored, version) = try {
       val snapshotReads = (0 until n).map { p =>
-        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(_.latest(p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
+        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(pick(_, p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
       }
-      val rowReads = (JournalPartition +: partitions).map(p => pool.submit((() => log.readPartition(p)): Callable[IndexedSeq[ChangelogRow]]))
+      val restored = snapshotReads.map(_.get())
+      // The changelog version is fixed after the snapshots are read: a snapshot is written after the
+      // journal events it holds, so this version has every one of them (while its owner writes on).
+      val version = log.latestVersion
+      val rowReads = (JournalPartition +: partitions).map(p => pool.submit((() => log.readPartition(p, Some(version))): Callable[IndexedSeq[ChangelogRow]]))
       (rowReads.flatMap(_.get()).filter(r => r.isEvent || r.partition != JournalPartition || rebuilds(math.floorMod(r.task, n))),
-        snapshotReads.map(_.get()))
+        restored, version)
     } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
     restored.flatten.foreach { case (_, snapshot) => state.restorePartition(snapshot) }
-    val (events, allUpdates) = rows.partition(_.isEvent)
+    val replayed = replayEvents(state, rows, after = -1L, holdsUpTo, log.path)
+    rejected.foreach { table =>
+      val last = table.lastEvent
+      val missing = replayed.rejections.filter(_._1 > last)
+      if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
+    }
+    Recovered(replayed.lastSeq + 1, version)
+  }
+
+  /** What a replay did: the last journal event replayed (or `after`) and each rejection with its event. */
+  final case class Replayed(lastSeq: Long, rejections: Seq[(Long, RejectedUpdate)])
+
+  /**
+   * Replays the journal events among `rows` after event `after`, each commit with its epoch's updates
+   * among `rows` that partition p's snapshot does not hold (its commit is above `holdsUpTo(p)`).
+   */
+  def replayEvents(state: State, rows: Seq[ChangelogRow], after: Long, holdsUpTo: Int => Long, path: String): Replayed = {
+    val (allEvents, allUpdates) = rows.partition(_.isEvent)
+    val events = allEvents.filter(_.commitSeq.longValue > after)
     val commitSeq = events.filter(_.event == Events.Commit).map(e => (e.writer, e.epoch) -> e.commitSeq.longValue).toMap
     val updates = allUpdates.filter { r =>
-      r.partition == JournalPartition || commitSeq.get((r.writer, r.epoch)).forall(_ > holdsUpTo(r.partition))
+      commitSeq.get((r.writer, r.epoch)).exists(s => r.partition == JournalPartition || s > holdsUpTo(r.partition))
     }
     // (writer, epoch) -> task -> updates in the order the task sent them
     val epochs = updates.groupBy(r => (r.writer, r.epoch)).map { case (id, rs) =>
       id -> rs.groupBy(_.task).toSeq.sortBy(_._1).map { case (_, taskRows) => toBatch(taskRows.sortBy(_.seq)) }
     }
     val replay = new StateReplay(state)
-    events.sortBy(_.commitSeq.longValue).foreach { e =>
-      e.event match {
+    val rejections = events.sortBy(_.commitSeq.longValue).flatMap { e =>
+      val rejected = e.event match {
         case Events.Register => replay.registered(e.writer, e.writerProgress.longValue)
         case Events.Commit =>
           replay.committed(e.writer, e.epoch, e.updateProgress.longValue, e.writerProgress.longValue, finish = false,
             epochs.getOrElse((e.writer, e.epoch), Nil))
         case Events.Finish => replay.finished(e.writer)
         case Events.Deregister => replay.deregistered(e.writer)
-        case other => throw new IllegalStateException(s"Unknown event '$other' in the changelog at ${log.path}")
+        case other => throw new IllegalStateException(s"Unknown event '$other' in the changelog at $path")
       }
+      rejected.map(e.commitSeq.longValue -> _)
     }
     replay.finish()
-    events.map(_.commitSeq.longValue).foldLeft(-1L)(math.max) + 1
+    Replayed(events.map(_.commitSeq.longValue).foldLeft(after)(math.max), rejections)
   }
 
   /**

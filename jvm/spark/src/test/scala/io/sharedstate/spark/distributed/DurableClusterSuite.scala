@@ -3,7 +3,7 @@ package io.sharedstate.spark.distributed
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages._
-import io.sharedstate.spark.durable.{DeltaChangelog, DeltaJournal, PartitionSource, SnapshotTable, Snapshotter, StateRecovery}
+import io.sharedstate.spark.durable.{DeltaChangelog, DeltaJournal, OwnerLease, PartitionSource, RejectedTable, SnapshotTable, Snapshotter, StateRecovery}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
@@ -58,7 +58,11 @@ class DurableClusterSuite extends AnyFunSuite {
       })
       route.hosts.foreach(h => HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name, Nil))
       val keeper = new State(spec)
-      val journal = new DeltaJournal(spec.name, log, target, StateRecovery.replay(keeper, log, None, rebuilds = _ => false))
+      val rejectedTable = RejectedTable.openOrCreate(dir.resolve("rejected").toString, hadoop)
+      val lease = new OwnerLease(new org.apache.hadoop.fs.Path(dir.resolve("owner").toString), hadoop, "app-test", "test", 60000)
+      assert(lease.acquire(0).isEmpty)
+      val journal = new DeltaJournal(spec.name, log, target, rejectedTable,
+        StateRecovery.replay(keeper, log, None, rejected = None, rebuilds = _ => false).nextSeq, lease)
       driver = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pick)))
       val client = node.client(spec.name)
       val oracle = new State(spec)
@@ -128,7 +132,7 @@ class DurableClusterSuite extends AnyFunSuite {
 
       // A restarted driver: a fresh keeper replays the journal, a fresh host rebuilds every partition.
       val keeper2 = new State(spec)
-      StateRecovery.replay(keeper2, log, None, rebuilds = _ => false)
+      StateRecovery.replay(keeper2, log, None, rejected = None, rebuilds = _ => false)
       assert(keeper2.updateProgress == oracle.updateProgress && keeper2.lastCommittedEpoch("w") == 5L)
       val route2 = StateRoute(spec, 2L, Array.fill(6)(hostA.id))
       hostA.handle(Host(spec, 2L, (0 until 6).toArray, Some(source)))

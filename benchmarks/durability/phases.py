@@ -1,0 +1,159 @@
+"""One phase of the snapshot/recovery benchmark, run in its own process (a fresh Spark application),
+printing one JSON line. `snapshot_recovery.py` runs the phases in order and collects the lines.
+
+    python phases.py <phase> <work dir> <keys> [partitions]
+
+Phases: stage (input files), ss-load (bulk load, snapshot round, tail), ss-recover (State.get),
+rocks-load / rocks-tail / rocks-recover (the same input through a streaming `max_by` aggregation on
+Spark's RocksDB state store with changelog checkpointing).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+T0 = 1_700_000_000_000_000  # event time of the load (microseconds)
+T1 = T0 + 60_000_000  # event time of the tail (a minute later)
+TAIL_FRACTION = 10  # the tail updates keys/10 keys
+
+
+def _session(app: str, work: Path, extra: dict):
+    import sharedstate as ss
+    conf = {"spark.driver.memory": "6g", "spark.sql.shuffle.partitions": str(extra.pop("_partitions")),
+            "spark.ui.enabled": "false", **extra}
+    spark = ss.session(app, master="local[2]", **conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stage(spark, work: Path, keys: int) -> dict:
+    from pyspark.sql import functions as F
+    t = time.perf_counter()
+    load = spark.range(keys).select(F.col("id").alias("k"), (F.col("id") * 31 % 1_000_003).alias("v"),
+                                    F.timestamp_micros(F.lit(T0) + F.col("id") % 1000).alias("ts"))
+    load.repartition(4).write.parquet(str(work / "input" / "load"))
+    n = keys // TAIL_FRACTION
+    tail = spark.range(n).select(((F.col("id") * 7919) % keys).alias("k"), (F.col("id") + 7).alias("v"),
+                                 F.timestamp_micros(F.lit(T1) + F.col("id") % 1000).alias("ts"))
+    tail.repartition(4).write.parquet(str(work / "input" / "tail"))
+    spark.range(4).select(F.col("id").alias("k"), F.col("id").alias("v"),
+                          F.timestamp_micros(F.lit(T1 + 10_000_000)).alias("ts")).coalesce(1) \
+        .write.parquet(str(work / "input" / "probe"))
+    return {"stage_s": time.perf_counter() - t, "tail_rows": n}
+
+
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def ss_load(spark, work: Path, keys: int, partitions: int) -> dict:
+    import sharedstate as ss
+    root = work / "ss-root"
+    st = ss.State.create(spark, "kv", key="k BIGINT", value="v BIGINT", partitions=partitions, root=str(root))
+
+    def bulk(name: str) -> float:
+        df = spark.read.parquet(str(work / "input" / name))
+        t = time.perf_counter()
+        (df.write.format("sharedstate").mode("append").option("state", "kv").option("key", "k")
+         .option("time", "ts").option("value", "v").save())
+        return time.perf_counter() - t
+
+    out = {"load_s": bulk("load")}
+    out["keys_after_load"] = st.progress()["keys"]
+    t = time.perf_counter()
+    out["snapshot_result"] = st.snapshot()
+    out["snapshot_s"] = time.perf_counter() - t
+    out["tail_s"] = bulk("tail")
+    out["keys"] = st.progress()["keys"]
+    out["bytes"] = {d.name: _du(d) for d in (root / "kv").iterdir() if d.is_dir()}
+    return out
+
+
+def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
+    import sharedstate as ss
+    t = time.perf_counter()
+    st = ss.State.get(spark, "kv")
+    out = {"recover_s": time.perf_counter() - t, "keys": st.progress()["keys"]}
+    # spot check against the input: the tail's value for a tail key, the load's for the others
+    rows = {r["k"]: r["v"] for r in st.as_of().where("k < 20").collect()}
+    out["sample"] = {str(k): v for k, v in sorted(rows.items())}
+    return out
+
+
+ROCKS = {"spark.sql.streaming.stateStore.providerClass":
+         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+         "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+
+
+def _rocks_query(spark, work: Path):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType, TimestampType
+    schema = StructType([StructField("k", LongType()), StructField("v", LongType()), StructField("ts", TimestampType())])
+    src = spark.readStream.schema(schema).parquet(str(work / "rocks-src"))
+    latest = src.groupBy("k").agg(F.max_by("v", "ts").alias("v"), F.max("ts").alias("ts"))
+    return (latest.writeStream.format("noop").outputMode("update").queryName("rocks-latest")
+            .option("checkpointLocation", str(work / "rocks-ck")).start())
+
+
+def _batches(q) -> list[dict]:
+    return [{"batchId": p["batchId"], "numInputRows": p["numInputRows"], "durationMs": p["durationMs"],
+             "stateOperators": p["stateOperators"]} for p in q.recentProgress if p["numInputRows"]]
+
+
+def _zips(work: Path, version: int) -> list[Path]:
+    return list((work / "rocks-ck" / "state" / "0").glob(f"*/{version}.zip"))
+
+
+def rocks_load(spark, work: Path, keys: int, partitions: int) -> dict:
+    t = time.perf_counter()
+    q = _rocks_query(spark, work)
+    q.processAllAvailable()
+    batch_end = time.perf_counter()
+    # the snapshot of version 1 is uploaded by the state store's maintenance thread (1 s period)
+    while len(_zips(work, 1)) < partitions and time.perf_counter() - batch_end < 600:
+        time.sleep(0.05)
+    upload_s = time.perf_counter() - batch_end
+    q.stop()
+    return {"load_s": batch_end - t, "snapshot_upload_after_batch_s": upload_s, "zips": len(_zips(work, 1)),
+            "batches": _batches(q), "bytes": _du(work / "rocks-ck" / "state")}
+
+
+def rocks_next(spark, work: Path, keys: int, partitions: int) -> dict:
+    """Restarts the query from its checkpoint and times its first batch (state load + the new files)."""
+    t = time.perf_counter()
+    q = _rocks_query(spark, work)
+    q.processAllAvailable()
+    wall = time.perf_counter() - t
+    q.stop()
+    return {"wall_s": wall, "batches": _batches(q)}
+
+
+PHASES = {"ss-load": ss_load, "ss-recover": ss_recover, "rocks-load": rocks_load, "rocks-tail": rocks_next,
+          "rocks-recover": rocks_next}
+
+
+def main() -> None:
+    phase, work, keys = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+    partitions = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    extra = {"_partitions": partitions}
+    if phase.startswith("ss"):
+        extra["spark.sharedstate.snapshot.interval"] = "0"
+        extra["spark.sharedstate.root"] = str(work / "ss-root")  # State.get in a new application finds it there
+    if phase.startswith("rocks"):
+        extra.update(ROCKS)
+        # a snapshot at the load's commit; none at the tail's (recovery = snapshot + changelog)
+        extra["spark.sql.streaming.stateStore.rocksdb.minDeltasForSnapshot"] = "1" if phase == "rocks-load" else "1000"
+    spark = _session(f"durability-{phase}", work, extra)
+    try:
+        out = stage(spark, work, keys) if phase == "stage" else PHASES[phase](spark, work, keys, partitions)
+    finally:
+        spark.stop()
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

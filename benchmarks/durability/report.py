@@ -1,0 +1,79 @@
+"""table.md and plot.png of the snapshot/recovery benchmark, from snapshot_recovery.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _first_batch(phase: dict) -> dict:
+    b = phase["batches"][0] if phase.get("batches") else {}
+    ops = b.get("stateOperators") or [{}]
+    return {"trigger_s": b.get("durationMs", {}).get("triggerExecution", 0) / 1000,
+            "commit_s": ops[0].get("commitTimeMs", 0) / 1000, "custom": ops[0].get("customMetrics", {}),
+            "rows": ops[0].get("numRowsTotal")}
+
+
+def rows(size: dict) -> dict:
+    """The compared numbers of one key count (seconds)."""
+    ss_load, ss_rec = size["ss_load"], size["ss_recover"]
+    rl, rt, rr = _first_batch(size["rocks_load"]), _first_batch(size["rocks_tail"]), _first_batch(size["rocks_recover"])
+    return {
+        "ss_load": ss_load["load_s"], "rocks_load": size["rocks_load"]["load_s"],
+        "rocks_load_commit": rl["commit_s"], "rocks_checkpoint_ms": rl["custom"].get("rocksdbCommitCheckpointLatency"),
+        "ss_snapshot": ss_load["snapshot_s"], "rocks_snapshot_upload": size["rocks_load"]["snapshot_upload_after_batch_s"],
+        "ss_tail": ss_load["tail_s"], "rocks_tail_batch": rt["trigger_s"], "rocks_tail_commit": rt["commit_s"],
+        "ss_recover": ss_rec["recover_s"], "rocks_recover_batch": rr["trigger_s"],
+        "rocks_recover_wall": size["rocks_recover"]["wall_s"],
+        "ss_bytes": ss_load["bytes"], "rocks_bytes": size["rocks_load"]["bytes"],
+        "ss_keys": ss_rec["keys"], "rocks_keys": rr["rows"], "ss_correct": size["ss_correct"],
+        "load_avg": [size[p]["load_avg_before"][0] for p in ("ss_load", "ss_recover", "rocks_load", "rocks_recover")],
+    }
+
+
+def write_report(out: Path) -> None:
+    data = json.loads((out / "snapshot_recovery.json").read_text())
+    lines = ["| keys | measure | sharedstate (Delta) | Spark RocksDB + changelog | ratio ss/rocks |",
+             "| --- | --- | --- | --- | --- |"]
+    table = []
+    for size in data["sizes"]:
+        r = rows(size)
+        table.append((size["keys"], r))
+        k = f"{size['keys']:,}"
+
+        def line(what, a, b):
+            ratio = f"{a / b:.2f}" if a and b else "-"
+            lines.append(f"| {k} | {what} | {a:.1f} s | {b:.1f} s | {ratio} |")
+        line("load K keys (one bulk load / one micro-batch)", r["ss_load"], r["rocks_load"])
+        line("snapshot (ss: snapshot round; rocks: upload done after the batch)", r["ss_snapshot"], r["rocks_snapshot_upload"])
+        line("tail K/10 updates (bulk load / restart + batch)", r["ss_tail"], r["rocks_tail_batch"])
+        line("recovery (ss: State.get; rocks: first batch after restart)", r["ss_recover"], r["rocks_recover_batch"])
+        lines.append(f"| {k} | keys after recovery; sample correct | {r['ss_keys']:,}; {r['ss_correct']} | "
+                     f"{r['rocks_keys']:,} | |")
+        lines.append(f"| {k} | bytes on disk | {sum(r['ss_bytes'].values()) / 1e6:.0f} MB "
+                     f"({', '.join(f'{n} {b / 1e6:.0f}' for n, b in r['ss_bytes'].items())}) | "
+                     f"{r['rocks_bytes'] / 1e6:.0f} MB | |")
+        lines.append(f"| {k} | load average (1 min) at ss-load, ss-recover, rocks-load, rocks-recover | "
+                     f"{', '.join(f'{x:.1f}' for x in r['load_avg'])} | | |")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    for ax, (title, a, b) in zip(axes, [("snapshot", "ss_snapshot", "rocks_snapshot_upload"),
+                                        ("recovery", "ss_recover", "rocks_recover_batch"),
+                                        ("load K keys", "ss_load", "rocks_load")]):
+        xs = [f"{k / 1e6:g}M" for k, _ in table]
+        w = 0.38
+        ax.bar([i - w / 2 for i in range(len(xs))], [r[a] for _, r in table], w, label="sharedstate (Delta)")
+        ax.bar([i + w / 2 for i in range(len(xs))], [r[b] for _, r in table], w, label="Spark RocksDB + changelog")
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_title(title)
+        ax.set_ylabel("seconds")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Snapshot and recovery, 2-core VM shared with other builds (ratios are the point)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "plot.png", dpi=110)

@@ -1,0 +1,40 @@
+package io.sharedstate.spark.durable
+
+import io.sharedstate.core.State
+import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
+import org.apache.spark.internal.Logging
+
+/**
+ * Keeps a read-only State up with the application that writes its root: each round reads the
+ * changelog files added since the last Delta version it read and replays the journal events after
+ * the last one it replayed through the engine's own steps (as recovery does). Runs every `intervalMs`
+ * in the background, and on demand before each read (`catchUp`).
+ */
+final class StateFollower(state: State, log: DeltaChangelog, from: Recovered, intervalMs: Long) extends Logging {
+  private var version = from.version
+  private var lastSeq = from.nextSeq - 1
+  private var seen: Set[String] = log.filesOf(version)
+  private val schedule: Option[ScheduledExecutorService] = if (intervalMs <= 0) None else Some {
+    val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
+      val t = new Thread(r, s"sharedstate-follow-${state.name}"); t.setDaemon(true); t
+    }
+    executor.scheduleWithFixedDelay(() =>
+      try catchUp() catch { case e: Exception => logWarning(s"State ${state.name}: following ${log.path} failed", e) },
+      intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+    executor
+  }
+
+  /** Replays what the changelog holds beyond what this State has; returns the Delta version it is now at. */
+  def catchUp(): Long = synchronized {
+    val latest = log.latestVersion
+    if (latest > version) {
+      val (rows, paths) = log.readNewFiles(latest, seen)
+      lastSeq = StateRecovery.replayEvents(state, rows, lastSeq, _ => -1L, log.path).lastSeq
+      seen = paths
+      version = latest
+    }
+    version
+  }
+
+  def stop(): Unit = schedule.foreach(_.shutdownNow())
+}

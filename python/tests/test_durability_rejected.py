@@ -13,11 +13,11 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, make_workload
+from sharedstate.demos.adcamp_data import make_workload
 
 from test_durability import read_in_new_application
 from test_durability_delta_rs import unsafe_row_string
-from test_durability_snapshots import add_files
+from test_durability_snapshots import add_files, write_update_files
 
 
 def with_null_keys_and_times(batches: list[pd.DataFrame], seed: int) -> list[pd.DataFrame]:
@@ -81,12 +81,7 @@ def test_rejected_table_holds_every_rejection_once_also_after_a_snapshot_and_res
 
     def run(part: list[pd.DataFrame], first: int) -> None:
         add_files(workdir / "updates", part, first)
-        q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-             .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-             .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
-             .option("checkpointLocation", str(workdir / "ck")).start())
-        q.processAllAvailable()
-        q.stop()
+        write_update_files(spark, state_name, workdir, work.lateness_us)
 
     run(batches[:half], 0)
     assert state.snapshot()["written"] == 3  # the fresh application below recovers from it

@@ -26,6 +26,16 @@ def add_files(directory, frames, first: int) -> None:
         os.utime(path, (base + i, base + i))
 
 
+def write_update_files(spark, state_name: str, workdir, lateness_us: int) -> None:
+    """Runs the updates under workdir/updates through the sink, one file per batch, until all are in."""
+    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
+         .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
+         .option("lateness", f"{lateness_us // 1_000_000} seconds")
+         .option("checkpointLocation", str(workdir / "ck")).start())
+    q.processAllAvailable()
+    q.stop()
+
+
 def test_snapshots_trim_the_changelog_and_recovery_uses_them(spark, workdir, state_name):
     work = make_workload(seed=41, keys=20, changes_per_key=10, late_fraction=0.1)
     batches = work.update_batches

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload
+from sharedstate.demos.adcamp_data import accepted_updates, make_workload
 
 from test_durability import oracle_as_of
-from test_durability_snapshots import add_files
+from test_durability_snapshots import add_files, write_update_files
 
 
 def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
@@ -28,12 +28,7 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
 
     def feed(part: int) -> None:
         add_files(workdir / "updates", batches[cut[part]:cut[part + 1]], cut[part])
-        q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-             .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-             .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
-             .option("checkpointLocation", str(workdir / "ck")).start())
-        q.processAllAvailable()
-        q.stop()
+        write_update_files(spark, state_name, workdir, work.lateness_us)
         reader.processAllAvailable()
 
     def check(times: list[pd.Timestamp]) -> None:

@@ -145,9 +145,7 @@ final class State(val spec: StateSpec) {
       lastEpoch(writer) = epoch
       updateTracker.report(writer, newProgress)
       if (finish) updateTracker.finish(writer)
-      val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
-      stats.accepted.addAndGet(accepted)
-      stats.rejected.addAndGet(rejected)
+      countWriter(writer, accepted, rejected)
       publishProgress(updateTracker.current)
       journalRejected()
       CommitOutcome(alreadyCommitted = false, accepted, rejected, u)
@@ -385,9 +383,7 @@ final class State(val spec: StateSpec) {
     lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
     updateTracker.report(writer, math.max(updateTracker.progressOf(writer).get, writerProgress))
     if (finish) updateTracker.finish(writer)
-    val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
-    stats.accepted.addAndGet(accepted)
-    stats.rejected.addAndGet(rejected)
+    countWriter(writer, accepted, rejected)
     publishProgress(updateTracker.current)
     drainStepRejected()
   }
@@ -501,6 +497,12 @@ final class State(val spec: StateSpec) {
       rejected += batch.rejected.length
     }
     (accepted, rejected)
+  }
+
+  private def countWriter(writer: String, accepted: Int, rejected: Int): Unit = {
+    val stats = writerStats.computeIfAbsent(writer, _ => new WriterStats)
+    stats.accepted.addAndGet(accepted)
+    stats.rejected.addAndGet(rejected)
   }
 
   private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity

@@ -35,7 +35,10 @@ object SharedStateApi {
   def open(name: String, readOnly: java.lang.Boolean, root: String): String = {
     val spark = SparkSession.active
     DurableStates.root(spark, Option(root)) match {
-      case Some(r) => DurableStates.open(spark, name, r, Option(readOnly).map(_.booleanValue)).getOrElse(
+      case Some(r) =>
+        val coordinator = Coordinator.get
+        val mode = Option(readOnly).map(_.booleanValue)
+        (if (coordinator.isDistributed) coordinator.openDurable(spark, name, r, mode) else DurableStates.open(spark, name, r, mode)).getOrElse(
         throw new io.sharedstate.core.SharedStateException(s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
       case None if readOnly != null => throw new io.sharedstate.core.SharedStateException(
         s"State '$name': read_only applies to durable States; give a root (root=...) or set ${DurableStates.RootConf}.")

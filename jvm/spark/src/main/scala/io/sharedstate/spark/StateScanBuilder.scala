@@ -45,7 +45,7 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
         val client = StateClient.of(state.name)
         // Older than compaction lets memory answer: a durable State answers from its Delta tables.
         val fromTables = if (read.asOfMicros == io.sharedstate.core.EventTime.PlusInfinity) None
-          else DurableStates.asOfFromTables(SparkSession.active, state.name, read.asOfMicros,
+          else DurableStates.asOfFromTables(SparkSession.active, state.spec, read.asOfMicros,
             math.min(state.fetchProgress, state.updateProgress))
         Array.tabulate[InputPartition](state.partitionCount)(i =>
           StateInputPartition(state.name, i, read, client.preferredHost(i), durablePairs = fromTables.map(_(i))))

@@ -85,29 +85,41 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
   /**
    * Creates a durable State under `root`, or reopens it there: the driver's progress keeper replays
    * the journal's events, and each host rebuilds its partitions from the tables (in parallel) before
-   * anyone can use the State. The tables must be on a file system every executor sees.
+   * anyone can use the State. The tables must be on a file system every executor sees. `mode`: as
+   * owner (`State.create`: waits up to the lease for another owner's to run out), or as
+   * [[DurableStates.open]] says for `State.get`; opened read-only, see [[followDurable]].
    */
-  def createDurable(spark: SparkSession, spec: StateSpec, root: String): DriverState = synchronized {
+  def createDurable(spark: SparkSession, spec: StateSpec, root: String,
+      mode: DurableStates.Mode = null): DriverState = synchronized {
     val existing = states.get(spec.name)
     if (existing != null) {
       if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +
         s"different definition (${existing.spec}); asked for $spec. Drop it first or use State.get.")
-      if (!existing.isDurable) throw new SharedStateException(s"State '${spec.name}' already exists in this " +
-        s"application without durability; drop it before creating it under $root.")
+      if (!existing.isDurable && DurableStates.readOnly(spec.name).isEmpty) throw new SharedStateException(s"State " +
+        s"'${spec.name}' already exists in this application without durability; drop it before creating it under $root.")
+      if (mode == null || mode.isInstanceOf[DurableStates.Owner]) DurableStates.readOnly(spec.name).foreach(why =>
+        throw io.sharedstate.spark.durable.ReadOnlyJournal.error(spec.name, root, why,
+          "it cannot be opened for writing while it is open read-only; drop it here first"))
       existing
     } else {
       val started = System.nanoTime()
-      val tables = DurableStates.tables(spark, spec, root)
+      val tables = DurableStates.tables(spark, spec, root, Option(mode).getOrElse(DurableStates.ownerMode(spark)))
+      if (tables.readOnly.isDefined) return followDurable(spark, spec, tables)
       val source = PartitionSource.of(tables)
       val keeper = new State(spec)
-      // The keeper sees no partition's updates, so it cannot tell their rejections: the rejected table
-      // is not filled in for an epoch whose rejected-table commit was lost (see docs/durability.md).
       val nextSeq = StateRecovery.replay(keeper, tables.log, None, rejected = None, rebuilds = _ => false).nextSeq
       val owners = hostsForNewState()
       val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
-      val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray, Some(source))))
-      asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
-      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, tables.lease)
+      // The keeper sees no partition's updates, so the hosts tell what their replay rejected in the events
+      // the rejected table lacks (the last application stopped between a changelog and a rejected commit).
+      val rejectedThrough = tables.rejected.lastEvent
+      val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray,
+        Some(source), rejectedAfter = rejectedThrough)))
+      val missing = asked.flatMap { case (h, f) => HostLink.await[Rebuilt](f, h, spec.name, route.partitionsOf(h)).rejections }
+        .sortBy(_._1) // stable: per event, host by host
+      if (missing.nonEmpty) tables.rejected.append(missing, Some(missing.map(_._1).max))
+      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, tables.lease,
+        rejectedAtOpen = (rejectedThrough +: missing.map(_._1)).max)
       val state = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pickHost)))
       DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
       states.put(spec.name, state)
@@ -115,6 +127,30 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
         s"${route.hosts.mkString(", ")} in ${(System.nanoTime() - started) / 1000000} ms")
       state
     }
+  }
+
+  /**
+   * Opens the durable State `name` under `root` (None: no tables there) as `State.get` does:
+   * `readOnly` Some(true) read-only, Some(false) as owner, None as owner unless another application
+   * owns the root (then read-only). A State open here already is returned as it is.
+   */
+  def openDurable(spark: SparkSession, name: String, root: String, readOnly: Option[Boolean]): Option[DriverState] = {
+    StateSpec.validateName(name)
+    DurableStates.storedSpec(spark, name, root).map(spec => createDurable(spark, spec, root, DurableStates.mode(spark, readOnly)))
+  }
+
+  // A read-only durable State in a cluster application: the driver's JVM holds it, following the
+  // owner's changelog (as in local mode), and hosts all its partitions; executors' tasks reach it over RPC.
+  private def followDurable(spark: SparkSession, spec: StateSpec, tables: io.sharedstate.spark.durable.DurableTables): DriverState = {
+    val started = System.nanoTime()
+    val state = DurableStates.followCluster(spark, spec, tables)
+    val route = StateRoute(spec, incarnations.incrementAndGet(), Array.fill(spec.partitions)(node.localHost.id))
+    node.localHost.hostExisting(route.incarnation, state)
+    val driverState = new DriverState(state, Some((route, node)), keeperHosted = true)
+    states.put(spec.name, driverState)
+    logInfo(s"State ${spec.name}: opened read-only under ${tables.root} (${tables.readOnly.get}) on the driver in " +
+      s"${(System.nanoTime() - started) / 1000000} ms; it follows the owner's changelog")
+    driverState
   }
 
   /**
@@ -162,7 +198,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
   private def openDurable(name: String): Option[DriverState] = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
     session.flatMap { s =>
-      DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r).map(spec => createDurable(s, spec, r)))
+      DurableStates.root(s, None).flatMap(r => openDurable(s, name, r, readOnly = None))
     }
   }
 

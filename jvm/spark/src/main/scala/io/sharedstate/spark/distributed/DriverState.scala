@@ -19,14 +19,20 @@ import org.apache.spark.internal.Logging
  * journal commits it to the Delta changelog, then sends it to the hosts, and only then does the
  * keeper apply it. So no host applies anything the changelog does not hold, and a host that is lost
  * has its partitions rebuilt from the tables on a live one ([[recover]]) while commits wait.
+ *
+ * `keeperHosted`: the keeper is the State itself, hosted by the driver (a read-only durable State
+ * following its owner's changelog): steps apply to it once, directly; requests reach it as a host.
  */
 final class DriverState private[distributed] (progressKeeper: State, cluster: Option[(StateRoute, ClusterNode)],
-    durable: Option[DriverState.Durable] = None) extends Logging {
+    durable: Option[DriverState.Durable] = None, keeperHosted: Boolean = false) extends Logging {
   @volatile private var currentRoute: StateRoute = cluster.map(_._1).orNull
   // Held (write) while partitions move: routes are not handed out meanwhile.
   private val moving = new ReentrantReadWriteLock()
   // Counts of the commit in flight, set by the journal when it sends the commit to the hosts.
   private var hostCounts: Seq[Committed] = Nil
+  // A durable State: what the hosts rejected in the step under way (their answers, and the rebuild of
+  // a lost host's partitions), written to the rejected table at the step's end (under this lock).
+  private val stepRejected = scala.collection.mutable.ArrayBuffer.empty[RejectedUpdate]
 
   durable.foreach(d => progressKeeper.attachJournal(new ClusterJournal(d.journal)))
 
@@ -84,6 +90,7 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
   def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef = null,
       finish: Boolean = false): CommitOutcome = cluster match {
     case None => progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
+    case Some(_) if keeperHosted => progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
     case Some(_) if durable.isDefined => synchronized {
       if (spec.lateness == StateSpec.FailLate) broadcast(CheckNotLate(name, incarnation, writer, epoch))
       hostCounts = Nil
@@ -141,7 +148,10 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
         try {
           val started = System.nanoTime()
           val target = d.pickHost(currentRoute, lost)
-          HostLink.await[Any](node.link(target).ask(Adopt(spec, incarnation, lostParts.toArray, d.source)), target, name, lostParts)
+          // The rebuild replays the step in flight too: its rejections in the moved partitions come from there.
+          val rebuilt = HostLink.await[Rebuilt](node.link(target).ask(Adopt(spec, incarnation, lostParts.toArray, d.source,
+            rejectedAfter = d.journal.rejectedThroughEvent)), target, name, lostParts)
+          stepRejected ++= rebuilt.rejections.sortBy(_._1).map(_._2)
           currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h))
           val ms = (System.nanoTime() - started) / 1000000
           moves = moves :+ DriverState.Move(lostParts, lost, target, ms)
@@ -172,11 +182,12 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
 
   private def step(message: Lifecycle)(local: State => Unit): Unit = cluster match {
     case None => local(progressKeeper)
+    case Some(_) if keeperHosted => synchronized(local(progressKeeper))
     case Some(_) if durable.isDefined => synchronized {
       // The journal sends journaled steps to the hosts; the others (readers, repeated steps) go here.
       val before = journaled
       local(progressKeeper)
-      if (journaled == before) broadcast(message)
+      if (journaled == before) { broadcast(message); writeRejected() }
     }
     case Some(_) => synchronized { broadcast(message); local(progressKeeper) }
   }
@@ -195,6 +206,11 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
         try Right(HostLink.await[Any](f, h, name, route.partitionsOf(h)))
         catch { case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(h)) => Left(e) }
       }
+      if (durable.isDefined) answers.foreach {
+        case Right(Committed(_, _, rejections)) => stepRejected ++= rejections
+        case Right(StepRejected(rejections)) => stepRejected ++= rejections
+        case _ => ()
+      }
       val lost = answers.collect { case Left(e) => e }
       if (lost.isEmpty) answers.collect { case Right(a) => a }
       else {
@@ -204,6 +220,13 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
           case _ => broadcast(message) // reads: ask the new owners too
         }
       }
+  }
+
+  // The step's rejections go to the rejected table, tagged with its journal event (see DeltaJournal).
+  private def writeRejected(): Unit = if (stepRejected.nonEmpty) {
+    val rejected = stepRejected.toVector
+    stepRejected.clear()
+    durable.get.journal.updatesRejected(rejected)
   }
 
   private def retryingLost[T](body: () => T): T =
@@ -216,17 +239,21 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
   private final class ClusterJournal(delta: DeltaJournal) extends StateJournal {
     override def writerRegistered(writer: String, frontier: Long): Unit = {
       delta.writerRegistered(writer, frontier); journaled += 1; broadcast(RegisterWriter(name, incarnation, writer))
+      writeRejected()
     }
     override def epochCommitting(c: JournalCommit): Unit = {
       delta.epochCommitting(c); journaled += 1
       hostCounts = broadcast(CommitEpoch(name, incarnation, c.writer, c.epoch, c.writerProgress)).map(_.asInstanceOf[Committed])
       if (c.finish) broadcast(FinishWriter(name, incarnation, c.writer))
+      writeRejected()
     }
     override def writerFinished(writer: String): Unit = {
       delta.writerFinished(writer); journaled += 1; broadcast(FinishWriter(name, incarnation, writer))
+      writeRejected()
     }
     override def writerDeregistered(writer: String): Unit = {
       delta.writerDeregistered(writer); journaled += 1; broadcast(DeregisterWriter(name, incarnation, writer))
+      writeRejected()
     }
   }
 }

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.distributed
 
-import io.sharedstate.core.{FetchAnswer, SharedStateException, State, StateMetrics, StateSpec, UpdateBatch}
+import io.sharedstate.core.{FetchAnswer, RejectedUpdate, SharedStateException, State, StateMetrics, StateSpec, UpdateBatch}
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.Messages._
 import io.sharedstate.spark.durable.PartitionSource
@@ -25,8 +25,11 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
   private val hosted = new ConcurrentHashMap[String, Hosted]()
 
   override def handle(message: Any): Any = message match {
-    case Host(spec, incarnation, partitions, source) => host(spec, incarnation, partitions, source); true
-    case Adopt(spec, incarnation, partitions, source) => adopt(spec, incarnation, partitions, source); true
+    case Host(spec, incarnation, partitions, source, after) =>
+      val rejections = host(spec, incarnation, partitions, source)
+      if (source.isEmpty) true else Rebuilt(rejections.filter(_._1 > after).toArray)
+    case Adopt(spec, incarnation, partitions, source, after) =>
+      Rebuilt(adopt(spec, incarnation, partitions, source).filter(_._1 > after).toArray)
     case Ping => true
     case EncodePartition(state, inc, partition) =>
       val h = hostedState(state, inc); h.check(partition); h.state.snapshotPartition(partition)
@@ -82,41 +85,58 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
 
   def hostedNames: Seq[String] = hosted.keySet.asScala.toSeq.sorted
 
-  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource]): Unit =
+  /**
+   * Hosts every partition of `state`, a State of this JVM that something else keeps up to date (a
+   * read-only durable State following its owner's changelog on the driver): requests reach it as
+   * any hosted State's; lifecycle steps go to it directly, not through here.
+   */
+  def hostExisting(incarnation: Long, state: State): Unit = {
+    val old = hosted.put(state.name, new Hosted(incarnation, state, BitSet(0 until state.partitionCount: _*), id, None))
+    if (old != null && (old.state ne state)) old.state.close()
+  }
+
+  // What the rebuild rejected (none when the State was hosted already in this incarnation).
+  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource]): Seq[(Long, RejectedUpdate)] = {
+    var rejections: Seq[(Long, RejectedUpdate)] = Nil
     hosted.compute(spec.name, (_, old) => {
       if (old != null && old.incarnation == incarnation) old
       else {
         if (old != null) old.state.close()
         val state = new State(spec)
-        source.foreach(rebuild(state, partitions, _))
+        source.foreach(s => rejections = rebuild(state, partitions, s))
         new Hosted(incarnation, state, BitSet(partitions.toIndexedSeq: _*), id, source)
       }
     })
+    rejections
+  }
 
   // Adopted partitions are rebuilt in a State of their own (its progress replayed from the journal,
   // equal to this host's, since the coordinator holds commits meanwhile), then moved into the live one.
-  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource): Unit = {
+  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
     val current = hosted.get(spec.name)
-    if (current == null || current.incarnation != incarnation) host(spec, incarnation, partitions, Some(source))
+    val rejections = if (current == null || current.incarnation != incarnation) host(spec, incarnation, partitions, Some(source))
     else {
       val rebuilt = new State(spec)
-      rebuild(rebuilt, partitions, source)
+      val rejections = rebuild(rebuilt, partitions, source)
       partitions.foreach { p =>
         current.state.restorePartition(io.sharedstate.core.codec.SnapshotCodec.decode(rebuilt.snapshotPartition(p)))
       }
       current.adopted.add(rebuilt, current.state, partitions)
       rebuilt.close()
       current.partitions = current.partitions ++ partitions
+      rejections
     }
     // What tasks staged for these partitions before they moved was staged at the lost host.
     hosted.get(spec.name).restageFirstCommits()
+    rejections
   }
 
-  private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Unit = {
+  private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
     val started = System.nanoTime()
-    source.rebuild(state, partitions.toSet)
+    val rejections = source.rebuild(state, partitions.toSet)
     logInfo(s"State ${state.name}: partition(s) ${partitions.mkString(", ")} rebuilt on $id from ${source.changelogPath} " +
       s"in ${(System.nanoTime() - started) / 1000000} ms")
+    rejections
   }
 
   private def drop(state: String): Unit = {
@@ -125,13 +145,15 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     onDrop(state)
   }
 
+  // A durable State's host hands back what the step rejected (the driver writes the rejected table).
   private def lifecycle(m: Lifecycle): Any = {
-    val s = hostedState(m.state, m.incarnation).state
-    m match {
+    val h = hostedState(m.state, m.incarnation)
+    val s = h.state
+    val answer = m match {
       case RegisterWriter(_, _, w) => s.registerWriter(w); true
       case CheckNotLate(_, _, w, e) => s.checkNotLate(w, e); true
-      case CommitEpoch(name, inc, w, e, p) =>
-        hostedState(name, inc).restageIfNeeded(w, e)
+      case CommitEpoch(_, _, w, e, p) =>
+        h.restageIfNeeded(w, e)
         val o = s.commitEpoch(w, e, p); Committed(o.accepted, o.rejected)
       case AbortEpoch(_, _, w, e) => s.abortEpoch(w, e); true
       case FinishWriter(_, _, w) => s.finishWriter(w); true
@@ -140,6 +162,11 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
       case ReportFetchProgress(_, _, r, p) => s.reportFetchProgress(r, p); true
       case FinishReader(_, _, r) => s.finishReader(r); true
       case DeregisterReader(_, _, r) => s.deregisterReader(r); true
+    }
+    val rejected = h.rejections.map(_.drain()).getOrElse(Array.empty[RejectedUpdate])
+    answer match {
+      case c: Committed => c.copy(rejections = rejected)
+      case other => if (rejected.isEmpty) other else StepRejected(rejected)
     }
   }
 
@@ -160,6 +187,12 @@ object HostService {
   private final class Hosted(val incarnation: Long, val state: State, @volatile var partitions: BitSet, host: HostId,
       source: Option[PartitionSource]) {
     val adopted = new Adopted
+    /** A durable State's host collects what each step rejects (see [[StepRejections]]). */
+    val rejections: Option[StepRejections] = source.map { _ =>
+      val j = new StepRejections
+      state.attachJournal(j)
+      j
+    }
     @volatile private var restage = false
     private val restaged = ConcurrentHashMap.newKeySet[String]()
 

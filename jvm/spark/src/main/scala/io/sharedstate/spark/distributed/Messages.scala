@@ -20,13 +20,22 @@ object Messages {
   final case class HostUnreachable(state: String, host: HostId)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
-  /** Hosts `partitions`; with a source (a durable State) they are first rebuilt from its tables. */
-  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource] = None)
+  /**
+   * Hosts `partitions`; with a source (a durable State) they are first rebuilt from its tables, and the
+   * answer is [[Rebuilt]] with what the replay rejected in journal events above `rejectedAfter`.
+   */
+  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource] = None,
+      rejectedAfter: Long = Long.MaxValue)
   /**
    * Takes over `partitions` of a lost host: rebuilt from the tables up to the journal's end (the
-   * coordinator holds every commit meanwhile) and added to what the host serves.
+   * coordinator holds every commit meanwhile) and added to what the host serves. Answered with
+   * [[Rebuilt]]: what the rebuild rejected in journal events above `rejectedAfter` (the events whose
+   * rejections are not in the rejected table yet: the lost host's share of the step in flight).
    */
-  final case class Adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource)
+  final case class Adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource,
+      rejectedAfter: Long = Long.MaxValue)
+  /** What rebuilding partitions from the tables rejected, each with its journal event. */
+  final case class Rebuilt(rejections: Array[(Long, RejectedUpdate)])
   /** Is the host alive (answered by every host)? */
   case object Ping
   final case class Drop(state: String)
@@ -46,8 +55,13 @@ object Messages {
   final case class FinishReader(state: String, incarnation: Long, reader: String) extends Lifecycle
   final case class DeregisterReader(state: String, incarnation: Long, reader: String) extends Lifecycle
 
-  /** What a host's commit of an epoch accepted and rejected (its partitions only). */
-  final case class Committed(accepted: Int, rejected: Int)
+  /**
+   * What a host's commit of an epoch accepted and rejected (its partitions only); for a durable State,
+   * the rejected updates themselves (the driver writes them to the rejected table).
+   */
+  final case class Committed(accepted: Int, rejected: Int, rejections: Array[RejectedUpdate] = Array.empty)
+  /** The answer of a durable State's host to a lifecycle step that rejected updates (an update rule failing). */
+  final case class StepRejected(rejections: Array[RejectedUpdate])
 
   // ---- to a host: data (sent by tasks, batched per owner) ----
   /** The part of one write task's updates that falls in the host's partitions (maybe none: it replaces an earlier attempt). */

@@ -11,17 +11,21 @@ import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
  * durable together or not at all.
  *
  * @param nextSeq the order number of the next event (events are ordered across writers by it)
+ * @param rejectedAtOpen the last event whose rejections the rejected table held when the State was opened
  */
 final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
-    nextSeq: Long, lease: OwnerLease) extends StateJournal {
+    nextSeq: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L) extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
-  private var rejectedThrough = -1L // the last event whose rejections went to the rejected table with its guard
+  @volatile private var rejectedThrough = rejectedAtOpen // the last event whose rejections went to the rejected table with its guard
   // A failed rejected-table commit: the State applied a step whose rejections are not durable, so it
   // takes no further step (nor snapshot) until it is reopened and recovery writes them.
   @volatile private var broken: Option[Throwable] = None
 
   /** The order number of the last event journaled (-1: none); read it under the State's commit lock. */
   def lastSeq: Long = seq - 1
+
+  /** The last journal event whose rejections are in the rejected table (written in this application, or there at its opening). */
+  def rejectedThroughEvent: Long = rejectedThrough
 
   override def writerRegistered(writer: String, frontier: Long): Unit = {
     checkHealthy()

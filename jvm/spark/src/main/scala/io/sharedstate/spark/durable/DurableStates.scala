@@ -37,7 +37,7 @@ object DurableStates extends Logging {
    */
   private final case class Durable(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget, rejected: RejectedTable,
       snapshotter: Option[Snapshotter], schedule: Option[ScheduledExecutorService], lease: OwnerLease,
-      readOnly: Option[String], follower: Option[StateFollower], cluster: Boolean = false) {
+      readOnly: Option[String], follower: Option[StateFollower]) {
     def stop(): Unit = {
       schedule.foreach(_.shutdownNow())
       follower.foreach(_.stop())
@@ -74,15 +74,14 @@ object DurableStates extends Logging {
    * [[TimeTravel]]) when `time` is below `horizon`, min(F, U), under which compaction may have dropped
    * versions in memory; None when memory answers (not durable, no compaction, or `time` not below it).
    */
-  def asOfFromTables(spark: SparkSession, state: String, time: Long, horizon: Long): Option[IndexedSeq[io.sharedstate.spark.distributed.Messages.StoredPairs]] =
-    Option(open.get(state)).filterNot(_.cluster).flatMap { d => // cluster mode: memory answers (docs/durability.md)
-      val spec = SharedStateRuntime.registry.get(state).spec
+  def asOfFromTables(spark: SparkSession, spec: StateSpec, time: Long, horizon: Long): Option[IndexedSeq[io.sharedstate.spark.distributed.Messages.StoredPairs]] =
+    Option(open.get(spec.name)).flatMap { d =>
       if (time >= horizon || spec.compaction.trim.equalsIgnoreCase("none")) None
       else Some(TimeTravel.asOf(spark, spec, d.log, d.snapshots, time))
     }
 
   /** Every update the durable State `state` rejected, from its rejected table (None: not durable). */
-  def rejected(state: String): Option[Seq[RejectedUpdate]] = Option(open.get(state)).filterNot(_.cluster).map { d =>
+  def rejected(state: String): Option[Seq[RejectedUpdate]] = Option(open.get(state)).map { d =>
     d.follower.foreach(_.catchUp())
     d.rejected.readAll()
   }
@@ -111,25 +110,23 @@ object DurableStates extends Logging {
 
   /**
    * Opens the tables of `spec` under `root` (created when missing; stored with a different
-   * definition is an error) for a State whose partitions live on cluster hosts. The driver takes the
-   * root's lease as owner, as [[create]] does (a cluster State is never opened read-only).
+   * definition is an error) for a State whose partitions live on cluster hosts. `mode` as for
+   * [[open]]: the driver takes the root's lease as owner, or the tables are opened read-only
+   * (`DurableTables.readOnly` says why; then see [[followCluster]]).
    */
-  def tables(spark: SparkSession, spec: StateSpec, root: String): DurableTables = synchronized {
+  def tables(spark: SparkSession, spec: StateSpec, root: String, mode: Mode): DurableTables = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
     val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
-    lease.acquire(leaseMs(spark)).foreach { o =>
-      throw new SharedStateException(s"State '${spec.name}' under $root is owned by ${o.describe}; a second " +
-        s"application cannot write it. Stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
-    }
+    val readOnly = takeLease(spec.name, root, lease, mode)
     try {
       val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
       val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
       val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
-      DurableTables(root, log, snapshots, log.target(spec.partitions), rejected, lease)
+      DurableTables(root, log, snapshots, log.target(spec.partitions), rejected, lease, readOnly)
     } catch { case e: Throwable => lease.release(); throw e }
   }
 
@@ -137,7 +134,25 @@ object DurableStates extends Logging {
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit = synchronized {
     val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, retained(spark))
     open.put(name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
-      schedule(spark, name, snapshotter), tables.lease, None, None, cluster = true))
+      schedule(spark, name, snapshotter), tables.lease, None, None))
+  }
+
+  /**
+   * A read-only State of a cluster application (`tables.readOnly` set): recovered from the tables in
+   * a State of the driver's JVM, which then follows the owner's changelog as in local mode (the
+   * driver hosts its partitions; tasks reach them over RPC). Registered here like a local one.
+   */
+  def followCluster(spark: SparkSession, spec: StateSpec, tables: DurableTables): State = synchronized {
+    val why = tables.readOnly.getOrElse(throw new IllegalArgumentException(s"State '${spec.name}': tables opened as owner"))
+    val state = new State(spec)
+    try {
+      val recovered = StateRecovery.replay(state, tables.log, Some(tables.snapshots), rejected = None)
+      state.attachJournal(new ReadOnlyJournal(spec.name, tables.root, why))
+      val follower = new StateFollower(state, tables.log, recovered, followIntervalMs(spark))
+      open.put(spec.name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, None, None,
+        tables.lease, Some(why), Some(follower)))
+      state
+    } catch { case e: Throwable => state.close(); throw e }
   }
 
   private def checkOrCreateMetadata(spec: StateSpec, dir: Path, root: String, conf: Configuration): Unit = {
@@ -169,12 +184,7 @@ object DurableStates extends Logging {
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None
       else {
-        val mode = readOnly match {
-          case Some(true) => ReadOnly
-          case Some(false) => Owner(waitMs = leaseMs(spark))
-          case None => OwnerIfFree
-        }
-        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode))
+        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode(spark, readOnly)))
       }
     }
   }
@@ -190,10 +200,37 @@ object DurableStates extends Logging {
       throw ReadOnlyJournal.error(name, d.root, d.readOnly.getOrElse("read-only"), "it takes no snapshots"))
   }
 
-  private sealed trait Mode
-  private case object ReadOnly extends Mode
-  private case object OwnerIfFree extends Mode
-  private final case class Owner(waitMs: Long) extends Mode
+  /** How a durable State is opened: read-only, as owner if no other application owns the root, or as owner (waiting up to `waitMs`). */
+  sealed trait Mode
+  case object ReadOnly extends Mode
+  case object OwnerIfFree extends Mode
+  final case class Owner(waitMs: Long) extends Mode
+
+  /** The mode of `State.get(..., read_only)`: Some(true) read-only, Some(false) must own (waits up to the lease), None owner if free. */
+  def mode(spark: SparkSession, readOnly: Option[Boolean]): Mode = readOnly match {
+    case Some(true) => ReadOnly
+    case Some(false) => Owner(waitMs = leaseMs(spark))
+    case None => OwnerIfFree
+  }
+
+  /** The mode of `State.create`: owner, waiting up to the lease for a crashed owner's to run out. */
+  def ownerMode(spark: SparkSession): Mode = Owner(waitMs = leaseMs(spark))
+
+  // Takes the lease as `mode` says; returns why the State is read-only, or None when this application owns it.
+  private def takeLease(name: String, root: String, lease: OwnerLease, mode: Mode): Option[String] = mode match {
+    case ReadOnly => Some("opened with read_only")
+    case OwnerIfFree => lease.acquire(0L).map(o => s"${o.describe} owns it")
+    case Owner(waitMs) => lease.acquire(waitMs).map { o =>
+      throw new SharedStateException(s"State '$name' under $root is owned by ${o.describe}; a second " +
+        s"application cannot write it. Open it read-only there (State.get(spark, '$name', read_only=True)) or " +
+        s"stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
+    }
+  }
+
+  private def followIntervalMs(spark: SparkSession): Long = {
+    val intervalText = spark.conf.getOption(FollowIntervalConf).getOrElse(DefaultFollowInterval).trim
+    if (intervalText == "0") 0L else Intervals.parseMicros(FollowIntervalConf, intervalText) / 1000L
+  }
 
   private def leaseMs(spark: SparkSession): Long =
     Intervals.parseMicros(OwnerLeaseConf, spark.conf.getOption(OwnerLeaseConf).getOrElse(DefaultOwnerLease).trim) / 1000L
@@ -207,15 +244,7 @@ object DurableStates extends Logging {
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
     val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
-    val readOnly: Option[String] = mode match {
-      case ReadOnly => Some("opened with read_only")
-      case OwnerIfFree => lease.acquire(0L).map(o => s"${o.describe} owns it")
-      case Owner(waitMs) => lease.acquire(waitMs).map { o =>
-        throw new SharedStateException(s"State '${spec.name}' under $root is owned by ${o.describe}; a second " +
-          s"application cannot write it. Open it read-only there (State.get(spark, '${spec.name}', read_only=True)) or " +
-          s"stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
-      }
-    }
+    val readOnly = takeLease(spec.name, root, lease, mode)
     val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
     val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
     val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
@@ -236,9 +265,7 @@ object DurableStates extends Logging {
         s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)" + readOnly.fold("")(w => s", read-only: $w"))
     }) catch { case e: Throwable => lease.release(); throw e }
     if (readOnly.nonEmpty) {
-      val intervalText = spark.conf.getOption(FollowIntervalConf).getOrElse(DefaultFollowInterval).trim
-      val intervalMs = if (intervalText == "0") 0L else Intervals.parseMicros(FollowIntervalConf, intervalText) / 1000L
-      val follower = new StateFollower(state, log, recovered, intervalMs)
+      val follower = new StateFollower(state, log, recovered, followIntervalMs(spark))
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
@@ -289,6 +316,6 @@ object DurableStates extends Logging {
   }
 }
 
-/** The Delta tables of one durable State under its root. */
+/** The Delta tables of one durable State under its root; `readOnly`: why this application only reads them (None: it owns the root). */
 final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
-    rejected: RejectedTable, lease: OwnerLease)
+    rejected: RejectedTable, lease: OwnerLease, readOnly: Option[String] = None)

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{State, UpdateBatch}
+import io.sharedstate.core.{RejectedUpdate, State, UpdateBatch}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
@@ -14,9 +14,11 @@ final case class PartitionSource(changelogPath: String, snapshotsPath: String, h
 
   /**
    * Rebuilds `partitions` of the fresh `state` from their latest snapshots and the changelog after
-   * them, replaying every journal event (so the State's progress is the journal's).
+   * them, replaying every journal event (so the State's progress is the journal's). Returns what the
+   * replay rejected in these partitions, each with its journal event.
    */
-  def rebuild(state: State, partitions: Set[Int]): Unit = StateRecovery.replay(state, log, Some(snapshots), rejected = None, rebuilds = partitions)
+  def rebuild(state: State, partitions: Set[Int]): Seq[(Long, RejectedUpdate)] =
+    StateRecovery.replay(state, log, Some(snapshots), rejected = None, rebuilds = partitions).rejections
 
   /** The updates `writer` sent to `partitions` in `epoch`, per task (the epoch must be in the changelog). */
   def epochTasks(partitionCount: Int, partitions: Seq[Int], writer: String, epoch: Long): Seq[(Int, UpdateBatch)] =

@@ -5,8 +5,12 @@ import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
 
-/** Where a recovery (or a follower's catch-up) left the State: the next journal event and the table version read. */
-final case class Recovered(nextSeq: Long, version: Long)
+/**
+ * Where a recovery (or a follower's catch-up) left the State: the next journal event and the table
+ * version read; `rejections`: what the replayed events rejected, each with its event (a cluster host
+ * hands its share to the driver, which keeps the rejected table).
+ */
+final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil)
 
 /**
  * Rebuilds a State from its tables: each partition from its latest snapshot (or the one `pick` chooses), then the journal's
@@ -51,7 +55,7 @@ object StateRecovery {
       val missing = replayed.rejections.filter(_._1 > last)
       if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
     }
-    Recovered(replayed.lastSeq + 1, version)
+    Recovered(replayed.lastSeq + 1, version, replayed.rejections)
   }
 
   /** What a replay did: the last journal event replayed (or `after`) and each rejection with its event. */

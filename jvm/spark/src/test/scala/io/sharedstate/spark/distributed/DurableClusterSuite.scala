@@ -17,7 +17,10 @@ import scala.util.Random
  * disk: every epoch is journaled to the Delta changelog before the hosts commit it; host C is lost
  * between staging and commit, host B mid-epoch (found by a task's stage); their partitions are
  * rebuilt on the live host from a snapshot and the changelog, and every answer still equals one
- * plain State given the same updates. Then a "restarted driver" rebuilds the State from the tables.
+ * plain State given the same updates, and the rejected table holds each update the plain State
+ * rejected exactly once (the hosts hand their rejections to the driver with each step's answer; the
+ * lost hosts' share of the commit that found them lost comes from the rebuild). Then a "restarted
+ * driver" rebuilds the State from the tables, and the hosts tell what the rejected table would lack.
  */
 class DurableClusterSuite extends AnyFunSuite {
   private val conf = new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "durable-cluster-suite")
@@ -80,6 +83,11 @@ class DurableClusterSuite extends AnyFunSuite {
           batch.add(k, t, v); same.add(k, t, v)
           maxTime = math.max(maxTime, t)
         }
+        if (epoch == 3L || epoch == 5L) { // a null key, at the host of the task's partition
+          val nullKey = io.sharedstate.core.RejectedUpdate(null, epoch * 1000, value(s"null-e$epoch-$task"),
+            io.sharedstate.core.RejectedUpdate.NullKey, "w", epoch, Long.MinValue)
+          batch.reject(nullKey); same.reject(nullKey)
+        }
         oracle.stage("w", epoch, task, same)
         val files = target.writeTask("w", epoch, task, batch) // as a write task does, before staging
         client.stage("w", epoch, task, batch)
@@ -130,12 +138,25 @@ class DurableClusterSuite extends AnyFunSuite {
       assert(driver.metrics.updatesRejected == oracle.metrics.updatesRejected - forgotten)
       assert(driver.rejectedUpdates.size.toLong == oracle.metrics.updatesRejected - forgotten)
 
-      // A restarted driver: a fresh keeper replays the journal, a fresh host rebuilds every partition.
+      // The rejected table: every update the plain State rejected, once, tagged with its epoch's commit
+      // event (journal events: 0 registers the writer, epoch e commits as event e + 1).
+      def described(r: io.sharedstate.core.RejectedUpdate): (String, java.lang.Long, String, String, Long) =
+        (Option(r.key).map(new String(_, UTF_8)).orNull, r.time, new String(r.value, UTF_8), r.reason, r.epoch)
+      val inTable = rejectedTable.readAll()
+      assert(oracle.rejectedUpdates.count(_.reason == io.sharedstate.core.RejectedUpdate.NullKey) == 6)
+      assert(inTable.map(described).sortBy(_.toString) == oracle.rejectedUpdates.map(described).sortBy(_.toString))
+      assert(rejectedTable.lastEvent == 6L && inTable.map(_.epoch) == inTable.map(_.epoch).sorted)
+
+      // A restarted driver: a fresh keeper replays the journal, a fresh host rebuilds every partition,
+      // and hands back what it rejected in the events above the one named (as if the table ended there).
       val keeper2 = new State(spec)
       StateRecovery.replay(keeper2, log, None, rejected = None, rebuilds = _ => false)
       assert(keeper2.updateProgress == oracle.updateProgress && keeper2.lastCommittedEpoch("w") == 5L)
       val route2 = StateRoute(spec, 2L, Array.fill(6)(hostA.id))
-      hostA.handle(Host(spec, 2L, (0 until 6).toArray, Some(source)))
+      val rebuilt = hostA.handle(Host(spec, 2L, (0 until 6).toArray, Some(source), rejectedAfter = 4L)).asInstanceOf[Rebuilt]
+      assert(rebuilt.rejections.map(_._1).toSet == Set(5L, 6L))
+      assert(rebuilt.rejections.map(r => described(r._2)).sortBy(_.toString).toSeq ==
+        oracle.rejectedUpdates.filter(_.epoch >= 4L).map(described).sortBy(_.toString))
       sameAnswers(new RoutedStateClient(route2, node))
     } finally { serverA.shutdown(); serverB.shutdown(); serverC.shutdown() }
   }

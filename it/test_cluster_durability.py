@@ -2,9 +2,13 @@
 Spark retries the failed tasks, the State partitions the executor hosted are rebuilt on the live one
 from the Delta changelog, and both streams go on. The final State and the fetch-join output (a
 Parquet file sink) equal the oracle (pandas merge_asof over the accepted updates): nothing lost,
-nothing duplicated. Then a second application on the same root (a driver restart) rebuilds the
-State on its executors and answers the same. The application runs in a subprocess
-(it/apps/durable_cluster_app.py).
+nothing duplicated. The rejected Delta table (late_updates()) holds every late update exactly once,
+also those the killed executor's partitions rejected; as_of below min(F, U) (answered from the Delta
+tables) equals the oracle; the owner lease file keeps being renewed (6 s lease) while the
+application runs. A second application on local-cluster[1,1,1024] opens the State read-only once
+it exists and follows the owner's changelog to its end (python/tests/follow_reader.py). Then a
+third application on the same root (a driver restart) rebuilds the State on its executors and
+answers the same. The applications run in subprocesses (it/apps/durable_cluster_app.py).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "it/apps/durable_cluster_app.py"
+READER = ROOT / "python/tests/follow_reader.py"
 
 
 def committed_epochs(workdir: Path, name: str) -> int:
@@ -53,6 +58,16 @@ def executor_pid(app_id: str, executor_id: str) -> int:
     raise AssertionError(f"no executor {executor_id} of {app_id} found")
 
 
+def late_rows(work) -> list[list[str]]:
+    late = expected_late(work)
+    return sorted([a, pd.Timestamp(t).tz_convert("UTC").isoformat(), "late"] for a, t in zip(late["ad_id"], late["ts"]))
+
+
+def utc_iso(t: str) -> str:
+    ts = pd.Timestamp(t)
+    return (ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).isoformat()
+
+
 def norm(df: pd.DataFrame) -> pd.DataFrame:
     out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
     for c in ("ts", "value_time"):
@@ -78,23 +93,37 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
                            env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     app_id = None
+    reader = None
     try:
         deadline = time.monotonic() + 600
-        while not ((tmp_path / "started.json").exists() and committed_epochs(tmp_path, name) >= 6
-                   and output_batches(tmp_path) >= 2):
+        while not ((tmp_path / "started.json").exists()):
+            assert app.poll() is None, "the application ended before creating the State: " + app.stdout.read()[-5000:]
+            assert time.monotonic() < deadline, "no State created"
+            time.sleep(0.2)
+        started = json.loads((tmp_path / "started.json").read_text())
+        # A reader application in cluster mode opens the State read-only while the owner goes on.
+        reader_log = tmp_path / "reader.log"
+        with reader_log.open("w") as log:
+            reader = subprocess.Popen([sys.executable, str(READER), str(tmp_path / "root"), name, str(tmp_path),
+                                       "local-cluster[1,1,1024]"], env=env, cwd=tmp_path, stdout=log,
+                                      stderr=subprocess.STDOUT, text=True)
+        while not (committed_epochs(tmp_path, name) >= 6 and output_batches(tmp_path) >= 2):
             assert app.poll() is None, "the application ended before the kill: " + app.stdout.read()[-5000:]
             assert time.monotonic() < deadline, "no progress before the kill"
             time.sleep(0.2)
-        started = json.loads((tmp_path / "started.json").read_text())
         app_id, hosts = started["app_id"], started["hosts"]
         assert len(set(hosts)) == 2, f"both executors host partitions: {hosts}"
         victim = hosts[0]
         os.kill(executor_pid(app_id, victim), signal.SIGKILL)
         epochs_at_kill = committed_epochs(tmp_path, name)
         output, _ = app.communicate(timeout=900)
+        if app.returncode == 0:  # the reader stops once it has caught up with the owner's final U
+            (tmp_path / "writer-done").write_text(json.loads((tmp_path / "final.json").read_text())["update"])
+        reader.wait(timeout=600)
     finally:
-        if app.poll() is None:
-            app.kill()
+        for proc in (app, reader):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
         if app_id:
             shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / app_id, ignore_errors=True)
     assert app.returncode == 0, output[-8000:]
@@ -123,6 +152,43 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
 
     answers_equal_the_oracle(final)
 
+    # The read-only reader (cluster mode): it followed the owner to its final U, its answers equal the
+    # oracle at every step it saw, it refused to write, and it read the same rejected table.
+    assert reader.returncode == 0, reader_log.read_text()[-8000:]
+    follow = json.loads((tmp_path / "follow.json").read_text())
+    shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / follow["app_id"], ignore_errors=True)
+    assert follow["read_only"] and follow["hosts"] == ["driver"] * 4, follow["hosts"]
+    assert follow["seen"] and pd.Timestamp(follow["seen"][-1]["update"]) == pd.Timestamp(final["update"])
+    for step in follow["seen"]:
+        for t, got in step["as_of"].items():
+            upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)
+            assert got == sorted([a, c] for a, c in zip(upto["ad_id"], upto["campaign"])), (step["update"], t)
+    assert "read-only" in follow["errors"]["write"] and "read-only" in follow["errors"]["snapshot"]
+    assert sorted([a, utc_iso(t), r] for a, t, r in follow["late"]) == late_rows(work)
+    # How far behind the final U it opened depends on the load (its JVMs start while the owner runs).
+    print("reader saw", len(follow["seen"]), "steps, from U =", follow["seen"][0]["update"], "to", final["update"])
+    # Time travel: the probes (but maybe the last) are below min(F, U) (the fetch join's lateness took F up), and compaction dropped
+    # versions in memory, so the Delta tables answered them (a State rebuilt on the driver), equal to
+    # the oracle above.
+    assert final["pairs_compacted"] > 0
+    horizon = min(final["update_micros"], final["fetch"] if final["fetch_is"] == "finite" else
+                  (2**63 - 1 if final["fetch_is"] == "+infinity" else -2**63))
+    below = [t for t in probes if pd.Timestamp(t, tz="UTC").value // 1000 < horizon]
+    assert len(below) >= 2, (final["fetch_is"], final["fetch"])  # 60 s and 300 s; 599 s may be above F
+
+    # The rejected table: each late update once (the hosts decide, the driver writes; the killed
+    # executor's share of the commit that found it lost comes from the rebuild).
+    late = sorted([a, utc_iso(t), r] for a, t, r in final["late"])
+    assert late == late_rows(work) and len(late) == final["updates_rejected"]
+
+    # The owner lease: one generation, this application's, renewed past one lease period and live.
+    lease = final["lease"]
+    assert len(lease["files"]) == 1, lease
+    owner = next(iter(lease["files"].values()))
+    assert owner["app"] == final["app_id"] and owner["lease_ms"] == 6000 and not owner.get("released")
+    assert owner["renewed_ms"] > lease["created_ms"] + owner["lease_ms"], lease
+    assert lease["now_ms"] - owner["renewed_ms"] <= owner["lease_ms"], lease
+
     # A new application on the same root and checkpoints (a driver restart): each executor rebuilds
     # its partitions from the tables; nothing is left to process, and the State answers as before.
     (tmp_path / "final.json").unlink()
@@ -136,5 +202,7 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert len(set(reopened["described"]["hosts"])) == 2 and reopened["described"]["moves"] == []
     assert reopened["update"] == final["update"]
     assert reopened["updates_rejected"] == final["updates_rejected"]
+    assert sorted([a, utc_iso(t), r] for a, t, r in reopened["late"]) == late_rows(work), "rejected table after a restart"
+    assert len(reopened["lease"]["files"]) == 2, "the restarted application took the next generation"
     answers_equal_the_oracle(reopened)
     assert len(pd.read_parquet(tmp_path / "joined.parquet")) == len(work.events), "no event emitted twice"

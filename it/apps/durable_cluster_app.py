@@ -7,13 +7,16 @@ usage: durable_cluster_app.py WORKDIR STATE EXPECTED_ROWS PROBES_JSON
 
 Writes WORKDIR/started.json (application id, partition owners) once the State exists, then, when
 the output holds EXPECTED_ROWS rows and both queries are drained, WORKDIR/joined.parquet and
-WORKDIR/final.json (answers at PROBES_JSON, progress, owners and the partition moves).
+WORKDIR/final.json (answers at PROBES_JSON, progress, owners and the partition moves, the rejected
+table as late_updates() reads it, and the root's owner lease files while the application runs, with
+spark.sharedstate.owner.lease at 6 seconds).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import pandas as pd
 import time
 from pathlib import Path
 
@@ -25,11 +28,22 @@ def describe(spark, name: str) -> dict:
     return json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.get(name))
 
 
+def read_lease(path: Path) -> dict:
+    """A lease file; its owner rewrites it in place when renewing, so an empty read is tried again."""
+    for _ in range(40):
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            time.sleep(0.05)
+    raise AssertionError(f"unreadable lease file {path}")
+
+
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:
     spark = ss.session("durable-cluster-app", master="local-cluster[2,1,1024]", **{
         "spark.sharedstate.root": str(workdir / "root"), "spark.sharedstate.snapshot.interval": "0",
-        "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"})
+        "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g", "spark.sharedstate.owner.lease": "6 seconds"})
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=4)
+    created_ms = int(time.time() * 1000)
     (workdir / "started.json").write_text(json.dumps(
         {"app_id": spark.sparkContext.applicationId, "hosts": describe(spark, name)["hosts"]}))
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
@@ -38,7 +52,8 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
               .option("checkpointLocation", str(workdir / "ck-updates"))
               .trigger(processingTime="400 milliseconds").start())
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
-    joined = ss.fetch_join(events, name, key="ad_id", time="ts", how="left")
+    # lateness: its progress is F (events arrive at most 20 s out of order, so none is late)
+    joined = ss.fetch_join(events, name, key="ad_id", time="ts", how="left", lateness="30 seconds")
     reader = (joined.writeStream.format("parquet").option("path", str(workdir / "out"))
               .option("checkpointLocation", str(workdir / "ck-events"))
               .trigger(processingTime="400 milliseconds").start())
@@ -59,8 +74,24 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
     writer.stop()
     reader.stop()
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")
+    # A batch fetch of every key just below U compacts (keep_latest, lazily on access) what is below
+    # min(F, U): as_of at older times must come from the Delta tables.
+    top = pd.Timestamp(state.progress()["update"]).tz_convert("UTC").tz_localize(None) - pd.Timedelta(seconds=1)
+    probe = spark.createDataFrame([(r.ad_id, top.to_pydatetime()) for r in state.as_of().collect()], "ad_id STRING, ts TIMESTAMP")
+    ss.fetch_join(probe, name, key="ad_id", time="ts").count()
     progress = state.progress()
+    raw = json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.progress(name))
+    owner_dir = workdir / "root" / name / "owner"
+    lease = {"created_ms": created_ms, "now_ms": int(time.time() * 1000),
+             "files": {p.name: read_lease(p) for p in sorted(owner_dir.glob("*.json"))}}
+    late = [[r.ad_id, pd.Timestamp(r.ts).isoformat(), r.reason] for r in
+            state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").collect()]
     result = {
+        "app_id": spark.sparkContext.applicationId,
+        "lease": lease,
+        "late": late,
+        "fetch": raw["fetch"], "fetch_is": raw["fetch_is"], "update_micros": raw["update"],
+        "pairs_compacted": progress["pairs_compacted"],
         "as_of": {t: sorted([r.ad_id, r.campaign] for r in state.as_of(t).collect()) for t in probes},
         "update": str(progress["update"]),
         "updates_rejected": progress["updates_rejected"],

@@ -1,5 +1,7 @@
 """A second Spark application that opens a durable State read-only while another one writes it, and
-records what it sees as it follows: python follow_reader.py ROOT STATE WORKDIR.
+records what it sees as it follows: python follow_reader.py ROOT STATE WORKDIR [MASTER] (default
+local[2]; it/test_cluster_durability.py runs it on local-cluster, where the driver holds the
+read-only State and its executors' tasks reach it over RPC).
 
 Writes WORKDIR/reader-ready once the State is open, then every half second its U and as_of answers
 at times below U, until WORKDIR/writer-done (holding the writer's final U) says the writer is done
@@ -18,15 +20,15 @@ import pandas as pd
 import sharedstate as ss
 
 
-def main(root: str, name: str, workdir: Path) -> None:
-    spark = ss.session("follow-reader", master="local[2]", **{
+def main(root: str, name: str, workdir: Path, master: str = "local[2]") -> None:
+    spark = ss.session("follow-reader", master=master, **{
         "spark.sharedstate.root": root, "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
         "spark.sharedstate.follow.interval": "500 milliseconds"})
     try:
         state = ss.State.get(spark, name, read_only=True)
         (workdir / "reader-ready").write_text("ready")
         seen = []
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             u = state.progress()["update"]
             u = None if u is None else pd.Timestamp(u)
@@ -51,10 +53,11 @@ def main(root: str, name: str, workdir: Path) -> None:
             errors["snapshot"] = str(e)
         late = [[r.key.ad_id, str(r.time), r.reason] for r in state.late_updates().collect()]
         (workdir / "follow.json").write_text(json.dumps({"read_only": state.read_only, "seen": seen, "errors": errors,
-                                                         "late": late}))
+                                                         "late": late, "app_id": spark.sparkContext.applicationId,
+                                                         "hosts": state._description.get("hosts")}))
     finally:
         spark.stop()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), *sys.argv[4:5])

@@ -26,17 +26,18 @@ class OwnerLeaseSuite extends AnyFunSuite {
 
   test("a lease that is not renewed runs out and is taken over; the old owner then finds it lost") {
     val d = dir()
-    val a = new OwnerLease(d, new Configuration(), "app-a", "A", leaseMs = 300)
+    // 3 s leases (renewed every second): shorter ones run out on a loaded machine between renewals.
+    val a = new OwnerLease(d, new Configuration(), "app-a", "A", leaseMs = 3000)
     assert(a.acquire(0).isEmpty)
-    val b = new OwnerLease(d, new Configuration(), "app-b", "B", leaseMs = 300)
-    assert(b.acquire(0).nonEmpty, "renewed every 100 ms: live")
+    val b = new OwnerLease(d, new Configuration(), "app-b", "B", leaseMs = 3000)
+    assert(b.acquire(0).nonEmpty, "renewed every second: live")
     // A dead owner: its renewals stopped and its file was last renewed long ago.
     a.release()
     val fs = d.getFileSystem(new Configuration())
     val out = fs.create(fs.listStatus(d).head.getPath, true)
     out.write("""{"app":"app-a","app_name":"A","renewed_ms":1,"lease_ms":300,"released":false}""".getBytes("UTF-8"))
     out.close()
-    val next = new OwnerLease(d, new Configuration(), "app-c", "C", leaseMs = 300)
+    val next = new OwnerLease(d, new Configuration(), "app-c", "C", leaseMs = 3000)
     assert(next.acquire(0).isEmpty, "an expired lease is taken over")
     assert(b.acquire(2000).exists(_.app == "app-c"), "waits up to 2 s; the new owner keeps renewing")
     next.release()

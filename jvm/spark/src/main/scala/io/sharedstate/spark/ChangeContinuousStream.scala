@@ -1,7 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{Change, ChangeSubscription, EventTime, SharedStateException}
-import io.sharedstate.spark.distributed.{Cluster, DriverState, StateClient}
+import io.sharedstate.spark.distributed.{Cluster, ClusterNode, DriverState, StateClient}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory,
@@ -158,7 +158,7 @@ final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPar
   override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
     case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
     case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
-    case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas))
+    case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas), Cluster.node)
   }
 }
 
@@ -241,8 +241,8 @@ final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends Continu
  * Reads the query's subscription on one host: on the host itself it waits on the feed (woken when U
  * moves); from elsewhere it asks the host's frontier every `pollMs`. Spark interrupts it on stop.
  */
-final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
-  private val node = Cluster.node
+final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
+  extends ContinuousPartitionReader[InternalRow] {
   private val local = node.localHost != null && node.localHost.id == tail.feed.host
   private var from = tail.start.from
   private var until = tail.start.until

@@ -26,8 +26,8 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
 
   /**
    * A subscription to the State's change feed from `from` (see core ChangeFeed), in local mode where
-   * the State lives in this JVM. None in a cluster: there the change stream reads each partition
-   * from its host by scan (see ChangeMicroBatchStream).
+   * the State lives in this JVM. None in a cluster: there the change stream subscribes to each
+   * host's own feed (see HostChangeFeeds).
    */
   def subscribeChanges(from: Long): Option[ChangeSubscription] = cluster match {
     case None => Some(progressKeeper.subscribeChanges(from))

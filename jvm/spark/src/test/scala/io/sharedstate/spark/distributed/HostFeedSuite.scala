@@ -1,7 +1,8 @@
 package io.sharedstate.spark.distributed
 
 import io.sharedstate.core.{Change, EventTime, State, StateSpec, UpdateBatch}
-import io.sharedstate.spark.{HostChangeFeeds, HostFeed, HostFeedSet}
+import io.sharedstate.spark.{ChangePosition, ChangeRows, HostChangeFeeds, HostChangeTail, HostChangeTailReader, HostFeed,
+  HostFeedSet, StateSchemas}
 import io.sharedstate.spark.distributed.HostFeedMessages._
 import io.sharedstate.spark.distributed.Messages._
 import java.nio.charset.StandardCharsets.UTF_8
@@ -141,5 +142,41 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
     val fresh = HostChangeFeeds.open(n, route, _ => driver.updateProgress, () => route).get
     fresh.feeds.foreach(f => assert(f.subscription == 1L, "ids count per feed: the closed one's feed was dropped"))
     HostChangeFeeds.close(n, fresh)
+  }
+
+  test("a continuous host reader restarted from its position emits the rest of its host's sequence, once") {
+    val (route, n, driver, client, oracle) = setup("tail", 4L)
+    val random = new Random(5)
+    val rows = new ChangeRows(StateSchemas.of(route.spec))
+    val start = driver.updateProgress
+    for (e <- 0L until 3L) epoch(random, e, client, driver, oracle)
+    val more = Iterator.from(3).map(_.toLong)
+    // host A is read in-process (waits on its feed), host B over RPC (polls)
+    for (h <- route.hosts) {
+      val group = route.partitionsOf(h)
+      val u1 = driver.updateProgress
+      def times(from: Long, until: Long): Seq[Long] = oracle.mergedChanges(from, until, group).toSeq.map(_.time)
+      def tail(set: HostFeedSet, at: ChangePosition) = HostChangeTail(route.name, route.incarnation, set.feedOf(h).get, at, 50L, 5L)
+      def take(reader: HostChangeTailReader, count: Int): Seq[Long] =
+        (0 until count).map { _ => assert(reader.next()); reader.get().getLong(2) }
+
+      val first = HostChangeFeeds.open(n, route, _ => start, () => route).get
+      val firstReader = new HostChangeTailReader(tail(first, ChangePosition(group.min, start, start, 0, group)), rows, n)
+      val firstRange = times(start, u1)
+      assert(firstRange.size > 20)
+      val emitted = take(firstReader, firstRange.size / 2)
+      val at = firstReader.getOffset.asInstanceOf[ChangePosition]
+      assert(at == ChangePosition(group.min, start, u1, firstRange.size / 2, group))
+      assert(ChangePosition.parse(at.json) == at)
+      HostChangeFeeds.close(n, first) // the query stops mid-range
+      val u2 = epoch(random, more.next(), client, driver, oracle)
+
+      val second = HostChangeFeeds.open(n, route, _ => at.from, () => route).get
+      val secondReader = new HostChangeTailReader(tail(second, at), rows, n)
+      val rest = take(secondReader, firstRange.size - at.index + times(u1, u2).size)
+      assert(emitted ++ rest == times(start, u2), s"$h")
+      assert(secondReader.getOffset == ChangePosition(group.min, u1, u2, times(u1, u2).size, group))
+      HostChangeFeeds.close(n, second)
+    }
   }
 }

@@ -73,10 +73,14 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
   private type ChunkRow = (Long, Int, Int, Long, Array[Byte], java.lang.Long)
   private def chunksOf(partition: Int): Seq[ChunkRow] = {
     val filter = new Predicate("=", new Column(Partition), Literal.ofInt(partition))
-    KernelTables.scan(engine, table.getLatestSnapshot(engine), Some(filter), physical) { row =>
+    val snapshot = table.getLatestSnapshot(engine)
+    // A table created before changelog_version existed lacks it: read without it (unknown version).
+    val recorded = snapshot.getSchema.indexOf(ChangelogVersion) >= 0
+    val columns = if (recorded) physical else withoutChangelogVersion
+    KernelTables.scan(engine, snapshot, Some(filter), columns) { row =>
       val r = new KernelTables.Named(row)
       (r.int(Partition), (r.long(SnapshotId), r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), r.binary(Data),
-        r.longOrNull(ChangelogVersion)))
+        if (recorded) r.longOrNull(ChangelogVersion) else null))
     }.collect { case (p, chunk) if p == partition => chunk }
   }
 }
@@ -101,6 +105,9 @@ object SnapshotTable {
     new StructField(CreatedMicros, LongType.LONG, false),
     // nullable: tables written before it was recorded read back null (recovery then reads the whole changelog)
     new StructField(ChangelogVersion, LongType.LONG, true)).asJava)
+
+  private[durable] val withoutChangelogVersion: StructType =
+    new StructType(physical.fields().asScala.filter(_.getName != ChangelogVersion).asJava)
 
   val table: StructType = physical.add(new StructField(Partition, IntegerType.INTEGER, false))
 

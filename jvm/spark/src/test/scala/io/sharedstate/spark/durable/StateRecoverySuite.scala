@@ -1,6 +1,8 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
+import io.delta.kernel.defaults.engine.DefaultEngine
+import io.delta.kernel.types.{IntegerType, StructField}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -12,9 +14,14 @@ class StateRecoverySuite extends AnyFunSuite {
   private val conf = new Configuration()
 
   /** A durable State under a temp root, written through its journal as the sink does (stage, commit with the files). */
-  private final class Durable {
+  private final class Durable(legacySnapshotTable: Boolean = false) {
     val dir = new Path(Files.createTempDirectory("recovery-").toString)
     val log: DeltaChangelog = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    if (legacySnapshotTable) { // as created before the changelog_version column existed
+      KernelTables.create(DefaultEngine.create(conf), new Path(dir, "snapshots").toString,
+        SnapshotTable.withoutChangelogVersion.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)),
+        Seq(SnapshotTable.Partition))
+    }
     val snapshots: SnapshotTable = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
     val rejected: RejectedTable = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
     private val target = log.target(spec.partitions)
@@ -81,6 +88,17 @@ class StateRecoverySuite extends AnyFunSuite {
     val after = d.epoch(4L, keys = 4)
     val s = new State(spec)
     assert(StateRecovery.replay(s, d.log, Some(d.snapshots), None).dataFilesRead == after)
+    assertSameAnswers(d.state, s)
+  }
+
+  test("a snapshot table from before changelog_version: the version reads as unknown and recovery reads the whole changelog") {
+    val d = new Durable(legacySnapshotTable = true)
+    val history = (0L until 3L).map(e => d.epoch(e, keys = 20)).sum
+    d.snapshot()
+    assert((0 until spec.partitions).forall(p => d.snapshots.latest(p).exists(_.changelogVersion.isEmpty)))
+    val tail = d.epoch(3L, keys = 6)
+    val s = new State(spec)
+    assert(StateRecovery.replay(s, d.log, Some(d.snapshots), None).dataFilesRead == history + tail)
     assertSameAnswers(d.state, s)
   }
 }

@@ -132,6 +132,8 @@ def run_size(keys: int, partitions: int, scratch: Path, memory: str | None, skip
     r["rocks_load"] = _phase("rocks-load", work, keys, partitions, memory, log)
     _link(work / "input" / "tail", work / "rocks-src")
     r["rocks_tail"] = _phase("rocks-tail", work, keys, partitions, memory, log)
+    if r["rocks_tail"]["snapshot_zips"]:
+        raise RuntimeError("rocks-tail took a RocksDB snapshot of the tail's version: recovery would not replay a changelog")
     _link(work / "input" / "probe", work / "rocks-src")
     r["rocks_recover"] = _phase("rocks-recover", work, keys, partitions, memory, log)
     shutil.rmtree(work, ignore_errors=True)

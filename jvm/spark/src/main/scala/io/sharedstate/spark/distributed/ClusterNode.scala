@@ -32,6 +32,8 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   def readerProgress(state: String, reader: String): Option[Long] = coordinator.readerProgress(state, reader)
 
+  def plannedTick(key: String): Option[Long] = coordinator.plannedTick(key)
+
   def client(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
 }
 
@@ -42,5 +44,6 @@ object ClusterNode {
     def updateProgress(state: String): Long
     def ensureReader(state: String, reader: String): Unit
     def readerProgress(state: String, reader: String): Option[Long]
+    def plannedTick(key: String): Option[Long]
   }
 }

@@ -36,6 +36,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       override def ensureReader(state: String, reader: String): Unit = Coordinator.this.ensureReader(state, reader)
       override def readerProgress(state: String, reader: String): Option[Long] =
         Coordinator.this.state(state).readerProgress(reader)
+      override def plannedTick(key: String): Option[Long] = io.sharedstate.spark.PlannedTicks.onDriver(key)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
@@ -117,6 +118,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
     case GetReaderProgress(name, reader) => state(name).readerProgress(reader)
+    case GetPlannedTick(key) => io.sharedstate.spark.PlannedTicks.onDriver(key)
     case other => throw new SharedStateException(s"sharedstate coordinator: unknown message ${other.getClass.getName}.")
   }
 

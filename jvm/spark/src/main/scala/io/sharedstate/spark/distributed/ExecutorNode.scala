@@ -30,6 +30,7 @@ object ExecutorNode extends Logging {
         override def ensureReader(state: String, reader: String): Unit = HostLink.call[Any](coordinator, EnsureReader(state, reader))
         override def readerProgress(state: String, reader: String): Option[Long] =
           HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
+        override def plannedTick(key: String): Option[Long] = HostLink.call[Option[Long]](coordinator, GetPlannedTick(key))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

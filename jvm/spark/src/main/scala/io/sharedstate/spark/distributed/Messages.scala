@@ -12,6 +12,8 @@ object Messages {
   /** Registers `reader` on the State unless it is registered (a task of a continuous fetch join). */
   final case class EnsureReader(state: String, reader: String)
   final case class GetReaderProgress(state: String, reader: String)
+  /** The U a fetch join's current micro-batch was planned with (see PlannedTicks). */
+  final case class GetPlannedTick(key: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int])

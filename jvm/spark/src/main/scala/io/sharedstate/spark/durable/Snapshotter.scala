@@ -25,8 +25,8 @@ final class Snapshotter(spark: SparkSession, state: State, journal: DeltaJournal
     journal.checkHealthy()
     var written = 0
     (0 until state.partitionCount).foreach { p =>
-      val (bytes, (id, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, state.updateProgress))
-      if (!snapshots.ids(p).headOption.contains(id)) { snapshots.write(p, id, u, bytes); written += 1 }
+      val (bytes, (id, version, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, journal.lastVersion, state.updateProgress))
+      if (!snapshots.ids(p).headOption.contains(id)) { snapshots.write(p, id, u, version, bytes); written += 1 }
     }
     val (removed, trimmed) = retain()
     SnapshotRound(written, state.partitionCount - written, removed, trimmed)

@@ -99,6 +99,26 @@ def test_change_stream_reads_every_final_pair_from_every_host(cluster_run):
 
 
 @pytest.mark.slow
+def test_change_stream_reads_each_host_feed_once_across_a_restart(cluster_run):
+    out, records = cluster_run
+    u = pd.Timestamp(records["progress"]["update"])
+    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: _utc(d["ts"]))
+    want = history[history["ts"] < u]
+    got = pd.read_parquet(out / "host_changes.parquet")
+    got["campaigns_time"] = _utc(got["campaigns_time"])
+    # every final pair exactly once, over the batches of both runs (the query restarted from its checkpoint)
+    assert sorted(zip(got["ad_id"], got["campaign"], got["campaigns_time"])) == \
+        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+    # read through the hosts' feeds: one input partition per executor host, never the per-partition scan
+    assert set(records["host_batch_partitions"].values()) == {2}, records["host_batch_partitions"]
+    assert records["change_plans"]["host"] >= 2 and records["change_plans"]["scan"] == 0, records["change_plans"]
+    # each input partition is one host's changes merged in timestamp order
+    for _, part in got.groupby(["batch", "input_partition"]):
+        assert part.sort_values("index")["campaigns_time"].is_monotonic_increasing
+    assert records["host_batches_before_restart"] and got["batch"].nunique() >= 1
+
+
+@pytest.mark.slow
 def test_restarted_writer_resumes_and_new_writer_holds_u_back(cluster_run):
     _, records = cluster_run
     r = records["restart"]

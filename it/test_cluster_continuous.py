@@ -101,3 +101,5 @@ def test_continuous_change_stream_delivers_each_final_update_once(continuous_run
     history = _history(out, records)
     history = history[history["ts"] < pd.Timestamp(records["progress"]["update"])]
     assert set(got) == set(zip(history["k"], history["v"], history["ts"]))
+    # through the hosts' feeds (one reader per executor host on its subscription), not by scan
+    assert records["change_plans"]["host"] >= 1 and records["change_plans"]["scan"] == 0, records["change_plans"]

@@ -1,7 +1,7 @@
 """One phase of the snapshot/recovery benchmark, run in its own process (a fresh Spark application),
 printing one JSON line. `snapshot_recovery.py` runs the phases in order and collects the lines.
 
-    python phases.py <phase> <work dir> <keys> [partitions]
+    python phases.py <phase> <work dir> <keys> [partitions] [driver memory]
 
 Phases: stage (input files), ss-load (bulk load, snapshot round, tail), ss-recover (State.get),
 rocks-load / rocks-tail / rocks-recover (the same input through a streaming `max_by` aggregation on
@@ -22,10 +22,11 @@ TAIL_FRACTION = 10  # the tail updates keys/10 keys
 
 def _session(app: str, work: Path, extra: dict):
     import sharedstate as ss
-    conf = {"spark.driver.memory": "6g", "spark.sql.shuffle.partitions": str(extra.pop("_partitions")),
+    conf = {"spark.driver.memory": extra.pop("_driver_memory"), "spark.sql.shuffle.partitions": str(extra.pop("_partitions")),
             "spark.ui.enabled": "false", **extra}
     spark = ss.session(app, master="local[2]", **conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    # rocks-recover: INFO for RocksDB's load lines (a logger-level INFO on the RocksDB class alone did not show them)
+    spark.sparkContext.setLogLevel("INFO" if app.endswith("rocks-recover") else "ERROR")
     return spark
 
 
@@ -83,10 +84,19 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     return out
 
 
+# Spark 4.2: RocksDB.commit takes a snapshot when `newVersion - lastSnapshotVersion >=
+# conf.minDeltasForSnapshot` (RocksDB.shouldCreateSnapshot), and RocksDBConf takes that number from
+# StateStoreConf.minDeltasForSnapshot = SQLConf `spark.sql.streaming.stateStore.minDeltasForSnapshot`
+# (default 10; there is no `...stateStore.rocksdb.minDeltasForSnapshot`). With changelog checkpointing
+# the commit only flushes and checkpoints RocksDB locally and queues the snapshot; the state store's
+# maintenance task (every `maintenanceInterval`, while the query runs and the provider is loaded)
+# zips and uploads it as state/<op>/<partition>/<version>.zip (<version>_<id>.zip with checkpoint format 2).
 ROCKS = {"spark.sql.streaming.stateStore.providerClass":
          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-         "spark.sql.streaming.stateStore.maintenanceInterval": "1s"}
+         "spark.sql.streaming.stateStore.maintenanceInterval": "200ms"}
+SNAPSHOT_EVERY = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
+UPLOAD_TIMEOUT_S = 300
 
 
 def _rocks_query(spark, work: Path):
@@ -104,22 +114,37 @@ def _batches(q) -> list[dict]:
              "stateOperators": p["stateOperators"]} for p in q.recentProgress if p["numInputRows"]]
 
 
-def _zips(work: Path, version: int) -> list[Path]:
-    return list((work / "rocks-ck" / "state" / "0").glob(f"*/{version}.zip"))
+def _state_files(work: Path, version: int, kind: str) -> list[Path]:
+    """The snapshot zips (kind "zip") or changelog files of `version`, every partition of the aggregation."""
+    root = work / "rocks-ck" / "state" / "0"
+    return list(root.glob(f"*/{version}.{kind}")) + list(root.glob(f"*/{version}_*.{kind}"))
 
 
 def rocks_load(spark, work: Path, keys: int, partitions: int) -> dict:
+    """Version 1 of every partition, with a snapshot; times the batch and the snapshot's upload after it."""
     t = time.perf_counter()
     q = _rocks_query(spark, work)
     q.processAllAvailable()
     batch_end = time.perf_counter()
-    # the snapshot of version 1 is uploaded by the state store's maintenance thread (1 s period)
-    while len(_zips(work, 1)) < partitions and time.perf_counter() - batch_end < 600:
-        time.sleep(0.05)
+    # The maintenance task uploads the queued snapshot while the query (and so the provider) is alive.
+    while len(_state_files(work, 1, "zip")) < partitions and time.perf_counter() - batch_end < UPLOAD_TIMEOUT_S:
+        time.sleep(0.02)
     upload_s = time.perf_counter() - batch_end
+    zips = _state_files(work, 1, "zip")
     q.stop()
-    return {"load_s": batch_end - t, "snapshot_upload_after_batch_s": upload_s, "zips": len(_zips(work, 1)),
-            "batches": _batches(q), "bytes": _du(work / "rocks-ck" / "state")}
+    if len(zips) < partitions:
+        raise RuntimeError(f"RocksDB uploaded {len(zips)} of {partitions} snapshots of version 1 within "
+                           f"{UPLOAD_TIMEOUT_S} s (is {SNAPSHOT_EVERY}=1 applied?)")
+    # The maintenance task may upload while the batch is still finishing on the driver, so the time
+    # after the batch understates it: per partition, the zip's mtime minus its version-1 changelog's
+    # (written at the end of that partition's commit, after the snapshot's flush and checkpoint).
+    changelogs = {p.parent.name: p.stat().st_mtime for p in _state_files(work, 1, "changelog")}
+    lags = [z.stat().st_mtime - changelogs[z.parent.name] for z in zips if z.parent.name in changelogs]
+    return {"load_s": batch_end - t, "snapshot_upload_after_batch_s": upload_s, "zips": len(zips),
+            "snapshot_upload_after_commit_s": max(lags) if lags else None,
+            "snapshot_upload_after_commit_each_s": lags,
+            "zip_bytes": sum(z.stat().st_size for z in zips), "batches": _batches(q),
+            "bytes": _du(work / "rocks-ck" / "state")}
 
 
 def rocks_next(spark, work: Path, keys: int, partitions: int) -> dict:
@@ -129,24 +154,40 @@ def rocks_next(spark, work: Path, keys: int, partitions: int) -> dict:
     q.processAllAvailable()
     wall = time.perf_counter() - t
     q.stop()
-    return {"wall_s": wall, "batches": _batches(q)}
+    batches = _batches(q)
+    version = batches[0]["batchId"] + 1 if batches else -1  # batch b commits state version b + 1
+    return {"wall_s": wall, "batches": batches, "version": version,
+            "snapshot_zips": len(_state_files(work, version, "zip")),
+            "changelog_files": len(_state_files(work, version, "changelog")),
+            "bytes": _du(work / "rocks-ck" / "state")}
+
+
+def rocks_recover(spark, work: Path, keys: int, partitions: int) -> dict:
+    """The first batch after a restart loads each partition from the snapshot of version 1 plus the tail's changelog.
+
+    Spark's rocksdbNumReplayChangelogFiles / rocksdbLoadLatencyMs cannot show it: the aggregation's
+    restore and save operators both call RocksDB.load(version), and the second call (a no-op) clears
+    the load metrics the first recorded. RocksDB's own INFO lines do ("Loading v", "Replaying changelog
+    from version a -> Some(b)", "Loaded v"): this phase logs at INFO and snapshot_recovery.py reads them.
+    """
+    return rocks_next(spark, work, keys, partitions)
 
 
 PHASES = {"ss-load": ss_load, "ss-recover": ss_recover, "rocks-load": rocks_load, "rocks-tail": rocks_next,
-          "rocks-recover": rocks_next}
+          "rocks-recover": rocks_recover}
 
 
 def main() -> None:
     phase, work, keys = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     partitions = int(sys.argv[4]) if len(sys.argv) > 4 else 4
-    extra = {"_partitions": partitions}
+    extra = {"_partitions": partitions, "_driver_memory": sys.argv[5] if len(sys.argv) > 5 else "6g"}
     if phase.startswith("ss"):
         extra["spark.sharedstate.snapshot.interval"] = "0"
         extra["spark.sharedstate.root"] = str(work / "ss-root")  # State.get in a new application finds it there
     if phase.startswith("rocks"):
         extra.update(ROCKS)
-        # a snapshot at the load's commit; none at the tail's (recovery = snapshot + changelog)
-        extra["spark.sql.streaming.stateStore.rocksdb.minDeltasForSnapshot"] = "1" if phase == "rocks-load" else "1000"
+        # a snapshot at the load's commit (version 1); none after it (recovery = snapshot + changelog tail)
+        extra[SNAPSHOT_EVERY] = "1" if phase == "rocks-load" else "1000"
     spark = _session(f"durability-{phase}", work, extra)
     try:
         out = stage(spark, work, keys) if phase == "stage" else PHASES[phase](spark, work, keys, partitions)

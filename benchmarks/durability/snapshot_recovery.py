@@ -1,16 +1,19 @@
 """Snapshot time and recovery time of a durable State at 1M+ keys, beside Spark's RocksDB state store
 with changelog checkpointing on the same keyed input, in the same run (see benchmarks/README.md).
 
-    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,3000000 --out benchmarks/results/durability
+    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 --out benchmarks/results/durability/snapshot-recovery
 
-Per key count, each phase is a fresh Spark application (local[2], driver 6 GB):
+Per key count, each phase is a fresh Spark application (local[2]; driver 6 GB up to 2M keys, 12 GB above):
   stage          K rows (k BIGINT, v BIGINT, ts) and a tail of K/10 updates of other values, a minute later
   ss-load        bulk load K rows into a durable State (4 partitions), a snapshot round, bulk load the tail
   ss-recover     State.get in a new application: snapshot + changelog tail, partitions in parallel
   rocks-load     streaming `max_by(v, ts)` per k over the K rows, RocksDB provider, changelog checkpointing,
-                 a snapshot at that commit (minDeltasForSnapshot=1), uploaded by the maintenance thread
-  rocks-tail     restart, the tail as the next batch (changelog only: minDeltasForSnapshot=1000)
-  rocks-recover  restart with a 4-row probe batch: its first batch loads snapshot + changelog
+                 a snapshot at that commit (spark.sql.streaming.stateStore.minDeltasForSnapshot=1): flushed
+                 and checkpointed in the commit, zipped and uploaded by the maintenance task (every 200 ms);
+                 timed from the batch's end until every partition's 1.zip is there
+  rocks-tail     restart (loads the snapshot), the tail as the next batch: changelog only (minDeltasForSnapshot=1000)
+  rocks-recover  restart with a 4-row probe batch: its first batch loads each partition from the snapshot
+                 and replays the tail's changelog (checked: rocksdbNumReplayChangelogFiles = partitions)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,22 +36,60 @@ from phases import TAIL_FRACTION  # noqa: E402
 from report import write_report  # noqa: E402
 
 
-def _phase(name: str, work: Path, keys: int, partitions: int, log) -> dict:
+def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) -> dict:
     load = os.getloadavg()
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions)],
+    proc = subprocess.run([sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions), memory],
                           capture_output=True, text=True)
     wall = time.perf_counter() - t
     lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise RuntimeError(f"phase {name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads(lines[-1][len("RESULT "):])
+    if name == "rocks-recover":
+        out["rocksdb_load"] = rocksdb_loads(proc.stderr)
+        if len(out["rocksdb_load"]["partitions"]) < partitions or not all(
+                p["changelogs_replayed"] for p in out["rocksdb_load"]["partitions"].values()):
+            raise RuntimeError(f"rocks-recover did not load every partition from a snapshot plus its changelog: "
+                               f"{out['rocksdb_load']}")
     out["process_wall_s"] = wall
     out["load_avg_before"] = load
     out["load_avg_after"] = os.getloadavg()
     log(f"  {name:<14} {wall:6.1f}s process; load {load[0]:.1f} -> {out['load_avg_after'][0]:.1f}: "
         + json.dumps({k: v for k, v in out.items() if k.endswith('_s') or k == 'keys'}))
     return out
+
+
+_LOG_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) INFO RocksDB .*partitionId=(\d+),.*?\]: (.*)$")
+
+
+def rocksdb_loads(stderr: str) -> dict:
+    """Per partition, from RocksDB's INFO lines: the first load's seconds ("Loading v" to "Loaded v") and
+    the changelog versions it replayed on top of the snapshot; and the wall from the first start to the last end."""
+    parts: dict[str, dict] = {}
+    for line in stderr.splitlines():
+        m = _LOG_LINE.match(line)
+        if not m:
+            continue
+        h, mi, se, ms, part, msg = m.groups()
+        t = int(h) * 3600 + int(mi) * 60 + int(se) + int(ms) / 1000
+        p = parts.setdefault(part, {"start": None, "end": None, "changelogs_replayed": 0, "snapshot_version": None})
+        if p["end"] is not None:
+            continue  # the second load (the save operator's) of the same version is a no-op
+        if msg.startswith("Loading ") and p["start"] is None:
+            p["start"] = t
+        elif msg.startswith("Replaying changelog from version "):
+            p["snapshot_version"] = int(msg.split()[4])
+        elif msg.startswith("replaying changelog from version "):
+            p["changelogs_replayed"] += 1
+        elif msg.startswith("Loaded ") and p["start"] is not None:
+            p["end"] = t
+    done = {k: v for k, v in parts.items() if v["start"] is not None and v["end"] is not None}
+    for v in done.values():
+        v["load_s"] = v["end"] - v["start"]
+    return {"partitions": done,
+            "wall_s": max(v["end"] for v in done.values()) - min(v["start"] for v in done.values()) if done else None,
+            "max_s": max((v["load_s"] for v in done.values()), default=None)}
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -67,22 +109,33 @@ def expected_sample(keys: int) -> dict[str, int]:
     return {str(k): v for k, v in exp.items()}
 
 
-def run_size(keys: int, partitions: int, scratch: Path, log) -> dict:
+def driver_memory(keys: int, given: str | None) -> str:
+    """The driver heap: the State lives there in local mode (about 0.5 GB per million keys with snapshot and recovery buffers)."""
+    return given or ("6g" if keys <= 2_000_000 else "12g")
+
+
+def run_size(keys: int, partitions: int, scratch: Path, memory: str | None, skip_rocks: bool, log) -> dict:
     work = scratch / f"k{keys}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    log(f"{keys:,} keys")
-    r = {"keys": keys, "partitions": partitions, "tail_updates": keys // TAIL_FRACTION}
-    r["stage"] = _phase("stage", work, keys, partitions, log)
-    r["ss_load"] = _phase("ss-load", work, keys, partitions, log)
-    r["ss_recover"] = _phase("ss-recover", work, keys, partitions, log)
+    memory = driver_memory(keys, memory)
+    log(f"{keys:,} keys (driver memory {memory})")
+    r = {"keys": keys, "partitions": partitions, "tail_updates": keys // TAIL_FRACTION, "driver_memory": memory}
+    r["stage"] = _phase("stage", work, keys, partitions, memory, log)
+    r["ss_load"] = _phase("ss-load", work, keys, partitions, memory, log)
+    r["ss_recover"] = _phase("ss-recover", work, keys, partitions, memory, log)
     r["ss_correct"] = r["ss_recover"]["sample"] == expected_sample(keys) and r["ss_recover"]["keys"] == keys
+    if skip_rocks:
+        shutil.rmtree(work, ignore_errors=True)
+        return r
     _link(work / "input" / "load", work / "rocks-src")
-    r["rocks_load"] = _phase("rocks-load", work, keys, partitions, log)
+    r["rocks_load"] = _phase("rocks-load", work, keys, partitions, memory, log)
     _link(work / "input" / "tail", work / "rocks-src")
-    r["rocks_tail"] = _phase("rocks-tail", work, keys, partitions, log)
+    r["rocks_tail"] = _phase("rocks-tail", work, keys, partitions, memory, log)
+    if r["rocks_tail"]["snapshot_zips"]:
+        raise RuntimeError("rocks-tail took a RocksDB snapshot of the tail's version: recovery would not replay a changelog")
     _link(work / "input" / "probe", work / "rocks-src")
-    r["rocks_recover"] = _phase("rocks-recover", work, keys, partitions, log)
+    r["rocks_recover"] = _phase("rocks-recover", work, keys, partitions, memory, log)
     shutil.rmtree(work, ignore_errors=True)
     return r
 
@@ -93,6 +146,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
+    p.add_argument("--driver-memory", help="driver heap of every phase (default: 6g up to 2M keys, 12g above)")
+    p.add_argument("--skip-rocks", action="store_true", help="only the sharedstate phases")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/durability/snapshot_recovery.py", *argv])
@@ -111,7 +166,7 @@ def main(argv: list[str]) -> int:
     sizes = []
     try:
         for keys in (int(k) for k in args.keys.split(",")):
-            sizes.append(run_size(keys, args.partitions, scratch, log))
+            sizes.append(run_size(keys, args.partitions, scratch, args.driver_memory, args.skip_rocks, log))
             (args.out / "snapshot_recovery.json").write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

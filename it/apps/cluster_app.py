@@ -55,9 +55,43 @@ joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
 reader = (joined.writeStream.format("memory").queryName("joined").outputMode("append")
           .option("checkpointLocation", str(out / "ck-events")).trigger(processingTime="300 milliseconds").start())
 
+# the change stream while the writer runs, through the per-host feeds: each batch's rows per input
+# partition, by batch id (a batch run again after the restart below replaces its first run)
+host_batches: dict = {}
+
+
+def keep_batch(df, batch_id: int) -> None:
+    host_batches[batch_id] = [[(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in part]
+                              for part in df.rdd.glom().collect()]
+
+
+def start_host_changes():
+    return (state.changes().writeStream.foreachBatch(keep_batch)
+            .option("checkpointLocation", str(out / "ck-host-changes")).trigger(processingTime="500 milliseconds").start())
+
+
+# The change stream is a reader: its commits advance F, and sharedstate_fetch below reads as of
+# early times. A reader that never reports holds F where it is until then.
+coordinator = spark._jvm.io.sharedstate.spark.distributed.Coordinator.get()
+coordinator.state("campaigns").registerReader("it-holds-f")
+host_changes = start_host_changes()
+
+
+def some_changes() -> bool:
+    if host_changes.exception() is not None:
+        raise AssertionError(f"query failed: {host_changes.exception()}")
+    return any(any(parts) for parts in host_batches.values())
+
+
+# a restart from the checkpoint once changes flow: offsets are U, so each change is still delivered once
+wait_until(some_changes, 600, "a change batch")
+host_changes.stop()
+records["host_batches_before_restart"] = sorted(host_batches)
+host_changes = start_host_changes()
+
 
 def all_joined() -> bool:
-    for q in (writer, reader):
+    for q in (writer, reader, host_changes):
         if q.exception() is not None:
             raise AssertionError(f"query failed: {q.exception()}")
     return spark.table("joined").count() >= len(work.events)
@@ -70,6 +104,14 @@ reader.processAllAvailable()
 save("joined", spark.table("joined").toPandas())
 writer.stop()
 reader.stop()
+host_changes.processAllAvailable()
+host_changes.stop()
+save("host_changes", pd.DataFrame(
+    [(b, p, i, *row) for b, parts in sorted(host_batches.items()) for p, rows in enumerate(parts)
+     for i, row in enumerate(rows)], columns=["batch", "input_partition", "index", "ad_id", "campaign", "campaigns_time"]))
+records["host_batch_partitions"] = {b: len(parts) for b, parts in host_batches.items()}
+feeds = spark._jvm.io.sharedstate.spark.HostChangeFeeds
+records["change_plans"] = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
 records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in state.progress().items()
                        if k != "writers"}
 save("late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
@@ -85,6 +127,7 @@ save("changes", spark.table("changes").toPandas())
 spark.read.schema(EVENT_SCHEMA).parquet(str(out / "events")).createOrReplaceTempView("events")
 save("sql", spark.sql("SELECT event_id, sharedstate_fetch('campaigns', ad_id, ts) AS v FROM events")
      .selectExpr("event_id", "v.campaign AS campaign", "v.campaigns_time AS value_time").toPandas())
+coordinator.state("campaigns").deregisterReader("it-holds-f")
 
 # ---- 2. a writer that restarts from its checkpoint, and a new writer that holds U back ----------
 ss.State.create(spark, "restart", key="ad_id STRING", value="campaign STRING", partitions=4)

@@ -144,3 +144,25 @@ def test_value_schema_that_does_not_match_the_state_leaves_it_untouched(spark, u
     after = state.progress()
     assert after["writers"] == before["writers"] == {}, "a refused query registers no writer"
     assert after["update_is"] == before["update_is"] and after["keys"] == 0
+
+
+def test_progress_table_options(spark, state_name):
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING")
+
+    def read(**options):
+        r = spark.readStream.format("sharedstate").option("state", state_name)
+        for k, v in options.items():
+            r = r.option(k, v)
+        return r.load()
+
+    with pytest.raises(Exception, match=r"Option 'buckets': '0' is not a number of buckets; use an integer in \[1, 1024\]"):
+        read(table="progress", buckets="0")
+    with pytest.raises(Exception, match="Option 'buckets': 'many'"):
+        read(table="progress", buckets="many")
+    with pytest.raises(Exception, match="Option 'buckets' applies to table 'progress' only, not 'state'"):
+        read(buckets="4")
+    with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'rejected'"):
+        spark.read.format("sharedstate").option("state", state_name).option("table", "rejected") \
+            .option("fetchJoin", "x").load()
+    grouped = read(table="progress", buckets="3")
+    assert grouped.columns == ["__sharedstate_u", "__sharedstate_u_from", "__sharedstate_bucket", "__sharedstate_ring"]

@@ -300,8 +300,11 @@ final class State(val spec: StateSpec) {
    * Every partition's applied pairs with from <= timestamp < until, in (timestamp, partition, key
    * bytes) order: the order of the change feed. Same bounds as [[changes]].
    */
-  def mergedChanges(from: Long, until: Long): Array[Change] = {
-    val all = Array.concat(parts.indices.map(changes(_, from, until)): _*)
+  def mergedChanges(from: Long, until: Long): Array[Change] = mergedChanges(from, until, parts.indices)
+
+  /** [[mergedChanges]] of `partitions` only (in ascending order). */
+  def mergedChanges(from: Long, until: Long, partitions: Seq[Int]): Array[Change] = {
+    val all = Array.concat(partitions.sorted.map(changes(_, from, until)): _*)
     java.util.Arrays.sort(all, Ordering.by[Change, Long](_.time)) // stable: partition, then key order within a time
     all
   }
@@ -311,10 +314,17 @@ final class State(val spec: StateSpec) {
    * (timestamp, partition, key bytes) order, delivered as U passes it. The first subscription creates
    * the feed; closing the last one drops it. `from` must not be below F (see [[changes]]).
    */
-  def subscribeChanges(from: Long): ChangeSubscription = underCommitLock {
+  def subscribeChanges(from: Long): ChangeSubscription = subscribeChanges(from, parts.indices)
+
+  /**
+   * [[subscribeChanges]] whose pairs from before it joined are read from `seamPartitions` only: a
+   * cluster host's subscription covers the partitions it owns when it opens, so partitions it adopts
+   * later (their earlier pairs restored, not published) cannot show up in a range read twice.
+   */
+  def subscribeChanges(from: Long, seamPartitions: Seq[Int]): ChangeSubscription = underCommitLock {
     if (feed == null) feed = new ChangeFeed(spec.name, parts.length, u, changeFeedCapacity)
     val joined = feed
-    joined.subscribe(from, mergedChanges, sub => underCommitLock {
+    joined.subscribe(from, (f, t) => mergedChanges(f, t, seamPartitions), sub => underCommitLock {
       joined.unsubscribe(sub)
       if ((feed eq joined) && joined.subscriptionCount == 0) feed = null
     })

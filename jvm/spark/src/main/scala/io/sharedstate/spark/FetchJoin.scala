@@ -1,10 +1,10 @@
 package io.sharedstate.spark
 
-import org.apache.spark.sql.{Column, DataFrame, Encoders, Row}
+import org.apache.spark.sql.{Column, DataFrame, Encoders}
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
-import org.apache.spark.sql.types.{IntegerType, LongType, Metadata, StructType, TimestampType}
+import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
 
 /**
  * Fetch joins: enrich each event with what a State holds as of the event's time.
@@ -44,9 +44,10 @@ object FetchJoin {
       plan.collect { case c: CollectMetrics if c.name.startsWith(sameKind) => c }.size)
     val session = events.sparkSession
     val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
-    val input = if (events.isStreaming) withProgressTicks(events, state, buckets) else events
-    val rows = input
-      .groupByKey(new FetchJoinGroupOf(spec, buckets, events.isStreaming))(Encoders.row(FetchJoinGroups.keySchema))
+    val input = withGroups(events, spec, buckets)
+    val rows = (if (events.isStreaming) input.union(progressTicks(events, state, buckets, name)) else input)
+      .groupBy(col(FetchJoinGroups.Bucket), col(FetchJoinGroups.Ring))
+      .as(Encoders.row(FetchJoinGroups.keySchema), Encoders.row(input.schema))
       .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.NoTimeout())(
         new FetchJoinFunction(spec, events.isStreaming, name, latenessMicros >= 0))(
         Encoders.row(spec.waitingSchema), Encoders.row(FetchJoinRows.schema(spec.outputSchema)))
@@ -62,32 +63,27 @@ object FetchJoin {
       continuous, lateness)
 
   // The events (their own watermarks kept for the query, but not on their columns, so Spark does
-  // not drop rows of ours behind them) and, per U step, one tick row per bucket and ring slot it passed.
-  // The ticks' zero-delay watermark makes the batch watermark U, which bounds the join's F.
-  private def withProgressTicks(events: DataFrame, state: String, buckets: Int): DataFrame = {
+  // not drop rows of ours behind them), no tick, and their group (see FetchJoinGroups.groupOf): plain
+  // columns and expressions, so no typed conversion before the operator.
+  private def withGroups(events: DataFrame, spec: FetchJoinSpec, buckets: Int): DataFrame = {
     val fields = events.schema.fields
-    val plainEvents = events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
+    val (bucket, ring) = FetchJoinGroups.groupOf(spec.eventSchema, spec.keyOrdinals.toSeq, spec.timeOrdinal, spec.mode, buckets)
+    events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
       lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn),
-      lit(null).cast(IntegerType).as(FetchJoinGroups.Bucket), lit(null).cast(IntegerType).as(FetchJoinGroups.Ring)): _*)
+      bucket.as(FetchJoinGroups.Bucket), ring.as(FetchJoinGroups.Ring)): _*)
+  }
+
+  // Per U step, one row per bucket and ring slot it passed (read so by the progress stream itself),
+  // with null event columns. The ticks' zero-delay watermark makes the batch watermark U, which
+  // bounds the join's F.
+  private def progressTicks(events: DataFrame, state: String, buckets: Int, join: String): DataFrame = {
     val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
-      .option(ReadOptions.Table, ReadOptions.ProgressTable).load()
+      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.Buckets, buckets.toLong)
+      .option(ReadOptions.Join, join).load()
       .withWatermark(ProgressTicks.Column, "0 seconds")
-    val width = fields.length
-    val tickRows = ticks.flatMap(new TickRows(width, buckets))(Encoders.row(StructType(plainEvents.schema.fields.map(_.copy(nullable = true)))))
-    tickRows.union(plainEvents)
+    ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
+      ProgressTicks.groupedSchema.fieldNames.map(col): _*)
   }
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")
-}
-
-/** A tick (U, previous U) as the union's rows: one per bucket and ring slot the step passed. */
-final class TickRows(eventWidth: Int, buckets: Int) extends (Row => IterableOnce[Row]) with Serializable {
-  override def apply(tick: Row): IterableOnce[Row] = {
-    val u = tick.get(0)
-    val from = tick.getLong(1)
-    val empty = Seq.fill[Any](eventWidth)(null)
-    FetchJoinGroups.ringsPassed(from, EventTimes.micros(u)).flatMap { ring =>
-      Iterator.range(0, buckets).map(b => Row.fromSeq(empty ++ Seq[Any](u, from, b, ring)))
-    }.toSeq
-  }
 }

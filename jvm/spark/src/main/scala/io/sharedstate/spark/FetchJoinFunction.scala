@@ -31,10 +31,17 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
       .flatMap(q => StateClient.of(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
       .getOrElse(EventTime.MinusInfinity)
+  // The U this micro-batch was planned with (see PlannedTicks): an event is answered in this batch
+  // only if its reply time is below it, so a re-run batch answers exactly the same events.
+  @transient private lazy val plannedU: Long =
+    if (!streaming) EventTime.PlusInfinity
+    else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
+      .flatMap(q => PlannedTicks.of(q, metricsName)).getOrElse(EventTime.PlusInfinity)
   private val width = spec.eventSchema.length
 
   override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {
-    val events = if (streaming) rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width))) else rows
+    // Rows are the event columns then (tick U, previous U, bucket, ring): a null U marks an event.
+    val events = rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width)))
     if (streaming && !groupState.exists && !events.hasNext) return Iterator.empty // only ticks, nothing waits here
     val waiting: Iterator[(Row, Long)] =
       if (groupState.exists) groupState.get.getSeq[Row](0).iterator.zip(groupState.get.getSeq[Long](1).iterator)
@@ -59,9 +66,12 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
         if (!spec.inner) out += FetchJoinRows.answered(event, cells.nulls, 0L, EventTime.MinusInfinity)
       } else {
         val t = EventTimes.micros(time)
-        if (arrivedMs >= 0) asked += ((event, t, arrivedMs)) // waited already: it was not late on arrival
-        else if (t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
-        else asked += ((event, t, now))
+        if (arrivedMs < 0 && t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
+        else {
+          val arrived = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
+          if (spec.mode.replyTime(t) < plannedU) asked += ((event, t, arrived))
+          else { still += event; stillArrived += arrived }
+        }
       }
     }
     if (asked.nonEmpty) {

@@ -1,7 +1,9 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.EventTime
-import org.apache.spark.sql.Row
+import io.sharedstate.core.fetch.ReadMode
+import org.apache.spark.sql.Column
+import org.apache.spark.sql.functions.{call_function, coalesce, col, hash, lit, pmod, try_subtract, unix_micros, when}
 import org.apache.spark.sql.types.{IntegerType, StructField, StructType}
 
 /**
@@ -36,6 +38,25 @@ object FetchJoinGroups {
   /** The group of events with no event time (answered at once, with nothing fetched). */
   val NoTime: Int = -1
 
+  /**
+   * An event's (bucket, ring slot) as column expressions over the event's own columns: bucket =
+   * Murmur3 hash of the key columns mod `buckets`, ring = [[ring]] of the reply time in exact
+   * integer arithmetic, [[NoTime]] for a null event time.
+   */
+  def groupOf(events: StructType, keyOrdinals: Seq[Int], timeOrdinal: Int, mode: ReadMode, buckets: Int): (Column, Column) = {
+    def column(ordinal: Int): Column = col("`" + events(ordinal).name.replace("`", "``") + "`")
+    val bucket = coalesce(pmod(hash(keyOrdinals.map(column): _*), lit(buckets)), lit(0))
+    val t = unix_micros(column(timeOrdinal))
+    val reply = mode match {
+      case ReadMode.Committed => t
+      case ReadMode.Uncommitted(staleness) => // saturates at -infinity like ReadMode.replyTime
+        when(t.isNotNull, coalesce(try_subtract(t, lit(staleness)), lit(Long.MinValue)))
+    }
+    val width = lit(SlotMicros)
+    val slot = call_function("div", reply, width) - when(reply.mod(width) < 0, lit(1L)).otherwise(lit(0L))
+    (bucket, coalesce(pmod(slot, lit(RingSlots.toLong)).cast(IntegerType), lit(NoTime)))
+  }
+
   def ring(replyTime: Long): Int = Math.floorMod(Math.floorDiv(replyTime, SlotMicros), RingSlots.toLong).toInt
 
   /** The ring slots a step of U from `from` to `until` passes (replies in [from, until)). */
@@ -46,20 +67,4 @@ object FetchJoinGroups {
     if (first == Long.MinValue || last - first + 1 >= RingSlots) Iterator.range(0, RingSlots)
     else Iterator.iterate(first)(_ + 1).takeWhile(_ <= last).map(s => Math.floorMod(s, RingSlots.toLong).toInt)
   }
-}
-
-/**
- * The grouping key of a fetch-join row: (bucket, ring slot). Event rows (no tick column set, or a
- * batch join with no ticks at all) get theirs from their key and reply time; tick rows carry theirs.
- */
-final class FetchJoinGroupOf(spec: FetchJoinSpec, buckets: Int, streaming: Boolean) extends (Row => Row) with Serializable {
-  private val width = spec.eventSchema.length
-
-  override def apply(row: Row): Row =
-    if (streaming && !row.isNullAt(width)) Row(row.getInt(width + 2), row.getInt(width + 3))
-    else {
-      val bucket = Math.floorMod(Row.fromSeq(spec.keyOrdinals.toSeq.map(row.get)).hashCode, buckets)
-      val t = row.get(spec.timeOrdinal)
-      Row(bucket, if (t == null) FetchJoinGroups.NoTime else FetchJoinGroups.ring(spec.mode.replyTime(EventTimes.micros(t))))
-    }
 }

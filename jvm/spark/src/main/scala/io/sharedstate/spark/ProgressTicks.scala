@@ -19,19 +19,25 @@ object ProgressTicks {
   val FromColumn = "__sharedstate_u_from"
   val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false),
     StructField(FromColumn, LongType, nullable = false)))
+  /** With option `buckets` = n: each tick as one row per bucket in [0, n) and ring slot the step passed. */
+  val groupedSchema: StructType = StructType(schema.fields ++ FetchJoinGroups.keySchema.fields)
   /** U = +infinity (every writer finished) as a timestamp: 9999-12-31 23:59:59.999999 UTC. */
   val Infinity: Long = 253402300799999999L
 }
 
-/** One tick: U moved from `from` to `u`; `None` when it did not (Spark plans every source of a batch). */
-final case class ProgressTick(u: Option[Long], from: Long) extends InputPartition
+/**
+ * One tick: U moved from `from` to `u`; `None` when it did not (Spark plans every source of a batch).
+ * With `buckets` > 0 it is read as (bucket, ring slot) rows, see [[FetchJoinGroups]].
+ */
+final case class ProgressTick(u: Option[Long], from: Long, buckets: Int) extends InputPartition
 
-final class ProgressTickStream(protected val state: DriverState) extends UpdateProgressOffsets {
+final class ProgressTickStream(protected val state: DriverState, buckets: Int, join: Option[String]) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val (from, until) = range(start, end)
-    Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None, from))
+    join.foreach(PlannedTicks.record(_, until))
+    Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None, from, buckets))
   }
 
   override def createReaderFactory(): PartitionReaderFactory = ProgressTickReaderFactory
@@ -42,11 +48,19 @@ final class ProgressTickStream(protected val state: DriverState) extends UpdateP
 }
 
 object ProgressTickReaderFactory extends PartitionReaderFactory {
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = new PartitionReader[InternalRow] {
-    private val tick = partition.asInstanceOf[ProgressTick]
-    private var done = tick.u.isEmpty
-    override def next(): Boolean = if (done) false else { done = true; true }
-    override def get(): InternalRow = InternalRow(tick.u.get, tick.from)
-    override def close(): Unit = ()
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+    val tick = partition.asInstanceOf[ProgressTick]
+    val rows: Iterator[InternalRow] = tick.u match {
+      case None => Iterator.empty
+      case Some(u) if tick.buckets <= 0 => Iterator.single(InternalRow(u, tick.from))
+      case Some(u) => FetchJoinGroups.ringsPassed(tick.from, u)
+        .flatMap(ring => Iterator.range(0, tick.buckets).map(b => InternalRow(u, tick.from, b, ring)))
+    }
+    new PartitionReader[InternalRow] {
+      private var current: InternalRow = _
+      override def next(): Boolean = rows.hasNext && { current = rows.next(); true }
+      override def get(): InternalRow = current
+      override def close(): Unit = ()
+    }
   }
 }

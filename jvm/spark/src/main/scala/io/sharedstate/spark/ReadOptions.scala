@@ -11,7 +11,8 @@ import org.apache.spark.unsafe.types.UTF8String
  * Options of a read: which table of the State and as of when (batch), or where a change stream
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
-final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
+final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String,
+    buckets: Int = 0, join: Option[String] = None) {
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -37,9 +38,13 @@ object ReadOptions {
   /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
   val ProgressTable = "progress"
   val StartingOffsets = "startingOffsets"
+  /** Table `progress` only: each tick as (bucket, ring slot) rows for n buckets (what fetch joins read). */
+  val Buckets = "buckets"
+  /** Table `progress` only: the fetch join reading it, which records the U each batch is planned with. */
+  val Join = "fetchJoin"
   val Earliest = "earliest"
   val Latest = "latest"
-  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets)
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, Buckets, Join)
 
   /** Every option of a scan must be known: a typo is an error, not a silent default. */
   def checkKnown(options: CaseInsensitiveStringMap): Unit = {
@@ -54,6 +59,9 @@ object ReadOptions {
     val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
     if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
       s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
+    Seq(Buckets, Join).filter(options.containsKey).foreach { o =>
+      if (table != ProgressTable) throw new SharedStateException(s"Option '$o' applies to table '$ProgressTable' only, not '$table'.")
+    }
     table match {
       case StateTable =>
         ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
@@ -64,12 +72,19 @@ object ReadOptions {
         }
         ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
       case ProgressTable =>
-        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting)
+        val buckets = Option(options.get(Buckets)).map(parseBuckets).getOrElse(0)
+        ReadOptions(table, EventTime.PlusInfinity, if (buckets > 0) ProgressTicks.groupedSchema else ProgressTicks.schema,
+          starting, buckets, Option(options.get(Join)))
       case other =>
         throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
           s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")
     }
   }
+
+  private def parseBuckets(text: String): Int = text.trim.toIntOption.filter(n => n >= 1 && n <= MaxBuckets).getOrElse(
+    throw new SharedStateException(s"Option '$Buckets': '$text' is not a number of buckets; use an integer in [1, $MaxBuckets]."))
+
+  private val MaxBuckets = 1024
 
   /** A timestamp in the session time zone, as Spark SQL would read it. */
   def parseTime(text: String): Long = {

@@ -47,6 +47,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       override def readerProgress(state: String, reader: String): Option[Long] =
         Coordinator.this.state(state).readerProgress(reader)
       override def hostUnreachable(state: String, host: HostId): Unit = checkHost(state, host)
+      override def plannedTick(key: String): Option[Long] = io.sharedstate.spark.PlannedTicks.onDriver(key)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
@@ -107,7 +108,8 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       if (tables.readOnly.isDefined) return followDurable(spark, spec, tables)
       val source = PartitionSource.of(tables)
       val keeper = new State(spec)
-      val nextSeq = StateRecovery.replay(keeper, tables.log, None, rejected = None, rebuilds = _ => false).nextSeq
+      val keeperRecovered = StateRecovery.replay(keeper, tables.log, None, rejected = None, rebuilds = _ => false)
+      val nextSeq = keeperRecovered.nextSeq
       val owners = hostsForNewState()
       val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
       // The keeper sees no partition's updates, so the hosts tell what their replay rejected in the events
@@ -118,7 +120,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       val missing = asked.flatMap { case (h, f) => HostLink.await[Rebuilt](f, h, spec.name, route.partitionsOf(h)).rejections }
         .sortBy(_._1) // stable: per event, host by host
       if (missing.nonEmpty) tables.rejected.append(missing, Some(missing.map(_._1).max))
-      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, tables.lease,
+      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, keeperRecovered.version, tables.lease,
         rejectedAtOpen = (rejectedThrough +: missing.map(_._1)).max)
       val state = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pickHost)))
       DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
@@ -251,6 +253,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
     case GetReaderProgress(name, reader) => state(name).readerProgress(reader)
+    case GetPlannedTick(key) => io.sharedstate.spark.PlannedTicks.onDriver(key)
     case other => throw new SharedStateException(s"sharedstate coordinator: unknown message ${other.getClass.getName}.")
   }
 

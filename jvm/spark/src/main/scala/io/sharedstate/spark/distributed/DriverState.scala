@@ -62,8 +62,8 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
 
   /**
    * A subscription to the State's change feed from `from` (see core ChangeFeed), in local mode where
-   * the State lives in this JVM. None in a cluster: there the change stream reads each partition
-   * from its host by scan (see ChangeMicroBatchStream).
+   * the State lives in this JVM. None in a cluster: there the change stream subscribes to each
+   * host's own feed (see HostChangeFeeds).
    */
   def subscribeChanges(from: Long): Option[ChangeSubscription] = cluster match {
     case None => Some(progressKeeper.subscribeChanges(from))
@@ -170,7 +170,7 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
         val owner = currentRoute.owners(p)
         HostLink.await[Array[Byte]](cluster.get._2.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
       })
-      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress)
+      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress, durable.get.journal.lastVersion)
     }
     override def betweenCommits[T](body: => T): T = DriverState.this.synchronized(body)
     override def checkHealthy(): Unit = durable.foreach(_.journal.checkHealthy())

@@ -45,6 +45,8 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
     case ScanAsOf(state, inc, partition, asOf) => scanAsOf(state, inc, partition, asOf)
     case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
+    case m: HostFeedMessages.HostFeedRequest =>
+      val h = hostedState(m.state, m.incarnation); HostFeeds.serve(h.state, h.partitions.toSeq, m)
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) => val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
     case GetMetrics(state, inc) => val h = hostedState(state, inc); h.adopted.addTo(h.state.metrics)

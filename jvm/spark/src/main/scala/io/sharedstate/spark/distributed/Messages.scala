@@ -18,6 +18,8 @@ object Messages {
    * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
    */
   final case class HostUnreachable(state: String, host: HostId)
+  /** The U a fetch join's current micro-batch was planned with (see PlannedTicks). */
+  final case class GetPlannedTick(key: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   /**

@@ -89,9 +89,9 @@ final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends Stat
       owner, name, Seq(partition))
   }
 
-  // A cluster's change stream reads each host's partitions by scan (see ChangeMicroBatchStream).
+  // A cluster's change stream reads one subscription per host (see HostChangeFeeds), never a driver-side one.
   override def changeSubscription(id: Long): ChangeSubscription = throw new SharedStateException(
-    s"State '$name' is hosted on executors: its change stream reads partitions by scan, not through a change subscription.")
+    s"State '$name' is hosted on executors: its change stream reads each host's change subscription, not a local one.")
 
   override def updateProgressAt(partition: Int): Long = {
     val owner = route.owners(partition)

@@ -4,8 +4,10 @@ import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.data.Row
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
-import io.delta.kernel.exceptions.ConcurrentTransactionException
+import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
+import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
+import io.delta.kernel.internal.TableImpl
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.utils.DataFileStatus
 import java.util.Optional
@@ -52,13 +54,37 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
 
   def latestVersion: Long = table.getLatestSnapshot(engine).getVersion
 
-  /** The rows of `partition` at `version` (default: latest), in no particular order. */
-  def readPartition(partition: Int, version: Option[Long] = None): IndexedSeq[ChangelogRow] = {
+  /**
+   * The rows of `partition` at `version` (default: latest), in no particular order; only from the
+   * data files whose path `readFile` accepts.
+   */
+  def readPartition(partition: Int, version: Option[Long] = None, readFile: String => Boolean = _ => true): IndexedSeq[ChangelogRow] = {
     val snapshot = version.fold(table.getLatestSnapshot(engine))(v => table.getSnapshotAsOfVersion(engine, v))
     val filter = new Predicate("=", new Column(ChangelogSchema.Partition), Literal.ofInt(partition))
-    KernelTables.scan(engine, snapshot, Some(filter), ChangelogSchema.physical)(toChangelogRow)
+    KernelTables.scan(engine, snapshot, Some(filter), ChangelogSchema.physical, readFile)(toChangelogRow)
       .filter(_.partition == partition).toIndexedSeq
   }
+
+  /**
+   * The data files added by versions `after` + 1 to `upTo`: file name -> the version that added it,
+   * read from those versions' commit files only (Delta's change log), so its cost follows the tail,
+   * not the table's history. None when the log no longer has one of those commits (log cleanup).
+   */
+  def filesAddedAfter(after: Long, upTo: Long): Option[Map[String, Long]] =
+    if (after >= upTo) Some(Map.empty)
+    else try {
+      val out = Map.newBuilder[String, Long]
+      val changes = table.asInstanceOf[TableImpl].getChanges(engine, after + 1, upTo, java.util.Set.of(DeltaAction.ADD))
+      try changes.asScala.foreach { batch =>
+        val versions = batch.getColumnVector(batch.getSchema.indexOf("version"))
+        val adds = batch.getColumnVector(batch.getSchema.indexOf(DeltaAction.ADD.colName))
+        val paths = adds.getChild(DeltaAction.ADD.schema.indexOf("path"))
+        (0 until batch.getSize).foreach { i =>
+          if (!adds.isNullAt(i)) out += fileName(paths.getString(i)) -> versions.getLong(i)
+        }
+      } finally changes.close()
+      Some(out.result())
+    } catch { case _: KernelException => None }
 
   /** The paths of the data files of `version`. */
   def filesOf(version: Long): Set[String] = {
@@ -98,6 +124,9 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
 }
 
 object DeltaChangelog {
+  /** A data file's name: unique within the table, and the same in a log entry (relative) and a scan (absolute). */
+  def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
+
   private val JournalPartitionIndex = ChangelogSchema.JournalPartition
 
   /** Opens the changelog at `path`, creating an empty one if there is no table yet. */

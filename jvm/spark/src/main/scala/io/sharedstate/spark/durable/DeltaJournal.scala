@@ -11,11 +11,13 @@ import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
  * durable together or not at all.
  *
  * @param nextSeq the order number of the next event (events are ordered across writers by it)
+ * @param version the changelog version recovery read (it holds every event before `nextSeq`)
  * @param rejectedAtOpen the last event whose rejections the rejected table held when the State was opened
  */
 final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
-    nextSeq: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L) extends StateJournal {
+    nextSeq: Long, version: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L) extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
+  private var committedVersion = version // likewise
   @volatile private var rejectedThrough = rejectedAtOpen // the last event whose rejections went to the rejected table with its guard
   // A failed rejected-table commit: the State applied a step whose rejections are not durable, so it
   // takes no further step (nor snapshot) until it is reopened and recovery writes them.
@@ -27,9 +29,15 @@ final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTa
   /** The last journal event whose rejections are in the rejected table (written in this application, or there at its opening). */
   def rejectedThroughEvent: Long = rejectedThrough
 
+  /**
+   * A changelog version that holds every event journaled so far and none to come (the version of
+   * the last one, or the recovered version); read it under the State's commit lock, with `lastSeq`.
+   */
+  def lastVersion: Long = committedVersion
+
   override def writerRegistered(writer: String, frontier: Long): Unit = {
     checkHealthy()
-    log.commitFiles(eventFile(Seq(event(Events.Register, writer, -1L, writerProgress = frontier))))
+    committedVersion = log.commitFiles(eventFile(Seq(event(Events.Register, writer, -1L, writerProgress = frontier))))
   }
 
   override def epochCommitting(c: JournalCommit): Unit = {
@@ -41,7 +49,9 @@ final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTa
     }
     val events = Seq(event(Events.Commit, c.writer, c.epoch, updateProgress = c.updateProgress, writerProgress = c.writerProgress)) ++
       (if (c.finish) Seq(event(Events.Finish, c.writer, c.epoch)) else Nil)
-    if (log.commitEpoch(c.writer, c.epoch, files ++ eventFile(events)).isEmpty) {
+    val committed = log.commitEpoch(c.writer, c.epoch, files ++ eventFile(events))
+    committed.foreach(committedVersion = _)
+    if (committed.isEmpty) {
       throw new SharedStateException(s"State '$state': epoch ${c.epoch} of writer '${c.writer}' is already in the changelog " +
         s"at ${log.path}, but this State had not applied it. Another application may be writing the same State root; " +
         "reopen the State (State.get) to recover what the changelog holds.")
@@ -50,12 +60,12 @@ final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTa
 
   override def writerFinished(writer: String): Unit = {
     checkHealthy()
-    log.commitFiles(eventFile(Seq(event(Events.Finish, writer, -1L))))
+    committedVersion = log.commitFiles(eventFile(Seq(event(Events.Finish, writer, -1L))))
   }
 
   override def writerDeregistered(writer: String): Unit = {
     checkHealthy()
-    log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
+    committedVersion = log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
   }
 
   // The step's rejections, tagged with its last event; a step without an event of its own (none in a

@@ -257,12 +257,12 @@ object DurableStates extends Logging {
       recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None)
       readOnly match {
         case None =>
-          journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, lease)
+          journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
           s.attachJournal(journal)
         case Some(why) => s.attachJournal(new ReadOnlyJournal(spec.name, root, why))
       }
       logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
-        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting)" + readOnly.fold("")(w => s", read-only: $w"))
+        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting, ${recovered.dataFilesRead} changelog files read)" + readOnly.fold("")(w => s", read-only: $w"))
     }) catch { case e: Throwable => lease.release(); throw e }
     if (readOnly.nonEmpty) {
       val follower = new StateFollower(state, log, recovered, followIntervalMs(spark))

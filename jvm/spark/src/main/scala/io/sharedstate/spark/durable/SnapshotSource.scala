@@ -20,15 +20,16 @@ trait SnapshotSource {
   def checkHealthy(): Unit
 }
 
-final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long)
+/** `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none after. */
+final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long)
 
 object SnapshotSource {
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
     override def encode(p: Int): EncodedPartition = {
-      val (bytes, (seq, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, state.updateProgress))
-      EncodedPartition(bytes, seq, u)
+      val (bytes, (seq, version, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, journal.lastVersion, state.updateProgress))
+      EncodedPartition(bytes, seq, u, version)
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
     override def checkHealthy(): Unit = journal.checkHealthy()

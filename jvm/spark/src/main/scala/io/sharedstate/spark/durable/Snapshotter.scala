@@ -25,7 +25,7 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
     var written = 0
     (0 until state.partitionCount).foreach { p =>
       val e = state.encode(p)
-      if (!snapshots.ids(p).headOption.contains(e.journalSeq)) { snapshots.write(p, e.journalSeq, e.updateProgress, e.bytes); written += 1 }
+      if (!snapshots.ids(p).headOption.contains(e.journalSeq)) { snapshots.write(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes); written += 1 }
     }
     val (removed, trimmed) = retain()
     SnapshotRound(written, state.partitionCount - written, removed, trimmed)

@@ -4,19 +4,24 @@ import io.sharedstate.core.{EventTime, RejectedUpdate, State, StateReplay, Updat
 import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
 import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
+import java.util.concurrent.atomic.AtomicInteger
 
 /**
  * Where a recovery (or a follower's catch-up) left the State: the next journal event and the table
  * version read; `rejections`: what the replayed events rejected, each with its event (a cluster host
- * hands its share to the driver, which keeps the rejected table).
+ * hands its share to the driver, which keeps the rejected table); `dataFilesRead`: how many changelog
+ * files of the State's partitions it read.
  */
-final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil)
+final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0)
 
 /**
  * Rebuilds a State from its tables: each partition from its latest snapshot (or the one `pick` chooses), then the journal's
  * events are replayed in order (see [[StateReplay]]), each commit with those of its epoch's updates
  * that the partition's snapshot does not hold yet, in the order its tasks sent them. Partitions
- * (snapshots and changelog) are read and decoded in parallel, all at one changelog version. The
+ * (snapshots and changelog) are read and decoded in parallel, all at one changelog version. A
+ * partition's changelog is read only from the files added after its snapshot's changelog version
+ * (the files up to it hold only commits the snapshot has), so recovery reads the tail, not the
+ * history a snapshot covers; the journal partition (one row per event) is read whole. The
  * rejections of the replayed events that the rejected table does not hold yet (the application
  * stopped between an epoch's changelog commit and its rejected-table commit) are written to it.
  */
@@ -32,30 +37,41 @@ object StateRecovery {
       threads: Int = 4, pick: (SnapshotTable, Int) => Option[StoredSnapshot] = (t, p) => t.latest(p),
       rebuilds: Int => Boolean = _ => true): Recovered = {
     val n = state.partitionCount
-    val partitions = (0 until n).filter(rebuilds)
-    val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size + 1)))
+    val partitions = JournalPartition +: (0 until n).filter(rebuilds)
+    val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
+    val filesRead = new AtomicInteger()
     val (rows, restored, version) = try {
       val snapshotReads = (0 until n).map { p =>
-        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(pick(_, p)).map(s => s.id -> SnapshotCodec.decode(s.bytes))): Callable[Option[(Long, PartitionSnapshot)]])
+        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(pick(_, p)).map(s => (s.id, s.changelogVersion, SnapshotCodec.decode(s.bytes))))
+          : Callable[Option[(Long, Option[Long], PartitionSnapshot)]])
       }
       val restored = snapshotReads.map(_.get())
       // The changelog version is fixed after the snapshots are read: a snapshot is written after the
       // journal events it holds, so this version has every one of them (while its owner writes on).
       val version = log.latestVersion
-      val rowReads = (JournalPartition +: partitions).map(p => pool.submit((() => log.readPartition(p, Some(version))): Callable[IndexedSeq[ChangelogRow]]))
+      val coveredUpTo = restored.map(_.flatMap(_._2))
+      val added = coveredUpTo.flatten.minOption.flatMap(v => log.filesAddedAfter(v, version))
+      def readFile(p: Int): String => Boolean = (if (p == JournalPartition) None else coveredUpTo(p), added) match {
+        case (Some(covered), Some(addedAt)) => path =>
+          val read = addedAt.get(DeltaChangelog.fileName(path)).exists(_ > covered)
+          if (read) filesRead.incrementAndGet()
+          read
+        case _ => _ => { if (p != JournalPartition) filesRead.incrementAndGet(); true }
+      }
+      val rowReads = partitions.map(p => pool.submit((() => log.readPartition(p, Some(version), readFile(p))): Callable[IndexedSeq[ChangelogRow]]))
       (rowReads.flatMap(_.get()).filter(r => r.isEvent || r.partition != JournalPartition || rebuilds(math.floorMod(r.task, n))),
         restored, version)
     } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
-    restored.flatten.foreach { case (_, snapshot) => state.restorePartition(snapshot) }
+    restored.flatten.foreach { case (_, _, snapshot) => state.restorePartition(snapshot) }
     val replayed = replayEvents(state, rows, after = -1L, holdsUpTo, log.path)
     rejected.foreach { table =>
       val last = table.lastEvent
       val missing = replayed.rejections.filter(_._1 > last)
       if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
     }
-    Recovered(replayed.lastSeq + 1, version, replayed.rejections)
+    Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get)
   }
 
   /** What a replay did: the last journal event replayed (or `after`) and each rejection with its event. */

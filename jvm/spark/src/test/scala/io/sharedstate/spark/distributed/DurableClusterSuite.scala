@@ -58,14 +58,15 @@ class DurableClusterSuite extends AnyFunSuite {
         override def ensureReader(state: String, reader: String): Unit = ()
         override def readerProgress(state: String, reader: String): Option[Long] = None
         override def hostUnreachable(state: String, host: HostId): Unit = driver.recover(host)
+        override def plannedTick(key: String): Option[Long] = None
       })
       route.hosts.foreach(h => HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name, Nil))
       val keeper = new State(spec)
       val rejectedTable = RejectedTable.openOrCreate(dir.resolve("rejected").toString, hadoop)
       val lease = new OwnerLease(new org.apache.hadoop.fs.Path(dir.resolve("owner").toString), hadoop, "app-test", "test", 60000)
       assert(lease.acquire(0).isEmpty)
-      val journal = new DeltaJournal(spec.name, log, target, rejectedTable,
-        StateRecovery.replay(keeper, log, None, rejected = None, rebuilds = _ => false).nextSeq, lease)
+      val start = StateRecovery.replay(keeper, log, None, rejected = None, rebuilds = _ => false)
+      val journal = new DeltaJournal(spec.name, log, target, rejectedTable, start.nextSeq, start.version, lease)
       driver = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pick)))
       val client = node.client(spec.name)
       val oracle = new State(spec)

@@ -1,0 +1,63 @@
+"""A micro-batch that runs again (the driver died after the sink committed it, before Spark's commit
+log did) must answer exactly the events its first attempt answered, even though U has moved on since:
+an idempotent sink keeps the first attempt's rows, so anything the re-run answered in addition would
+be lost, and anything it left waiting again would be emitted twice."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+import sharedstate as ss
+from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from streams import drained, wait_until
+
+
+def _updates(times, keys, campaigns):
+    return pd.DataFrame({"ad_id": keys, "campaign": campaigns, "ts": pd.to_datetime(times, unit="s", utc=True)})
+
+
+def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name):
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
+    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
+              .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
+              .option("checkpointLocation", str(workdir / "ck-updates")).start())
+    drained(writer)  # U = 25 s
+
+    times = [10, 20, 30, 40, 50, 60]
+    events = pd.DataFrame({"event_id": range(1, 7), "user_id": "u", "ad_id": "a",
+                           "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
+    write_batches(workdir / "events", [events])
+    attempts: dict[int, list[list[tuple]]] = {}
+    crashed = []
+
+    def sink(df, batch_id):
+        rows = sorted((r["event_id"], r["campaign"]) for r in df.collect())
+        attempts.setdefault(batch_id, []).append(rows)
+        if rows and not crashed:
+            # Between the sink's commit and Spark's commit log: U moves on (a later update of 'a' at
+            # 35 s, U to 100 s), then the driver "dies".
+            write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
+            drained(writer)
+            crashed.append(batch_id)
+            raise RuntimeError("simulated crash after the sink committed")
+
+    def start():
+        stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
+        return (ss.fetch_join(stream, state_name, key="ad_id", time="ts").select("event_id", "campaign")
+                .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
+                .trigger(processingTime="200 milliseconds").start())
+
+    first = start()
+    wait_until(lambda: crashed and not first.isActive, 120, what="the first attempt to fail")
+    second = start()
+    drained(second)  # the re-run of the failed batch, then the tick of U's step to 100 s
+    second.stop()
+    writer.stop()
+
+    batch = crashed[0]
+    assert attempts[batch][0] == [(1, "c1"), (2, "c1")], "planned U was 25 s: only events before it"
+    assert attempts[batch][1] == attempts[batch][0], "the re-run answers exactly what the first attempt did"
+    # An idempotent sink keeps each batch's first attempt: every event once, with the as-of answer.
+    kept = sorted(r for b in sorted(attempts) for r in attempts[b][0])
+    assert kept == [(1, "c1"), (2, "c1"), (3, "c1"), (4, "c2"), (5, "c2"), (6, "c2")]

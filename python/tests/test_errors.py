@@ -161,8 +161,8 @@ def test_progress_table_options(spark, state_name):
         read(table="progress", buckets="many")
     with pytest.raises(Exception, match="Option 'buckets' applies to table 'progress' only, not 'state'"):
         read(buckets="4")
-    with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'rejected'"):
+    with pytest.raises(Exception, match="Option 'buckets' applies to table 'progress' only, not 'rejected'"):
         spark.read.format("sharedstate").option("state", state_name).option("table", "rejected") \
-            .option("fetchJoin", "x").load()
+            .option("buckets", "2").load()
     grouped = read(table="progress", buckets="3")
     assert grouped.columns == ["__sharedstate_u", "__sharedstate_u_from", "__sharedstate_bucket", "__sharedstate_ring"]

@@ -1,5 +1,6 @@
-"""A micro-batch that runs again (the driver died after the sink committed it, before Spark's commit
-log did) must answer exactly the events its first attempt answered, even though U has moved on since:
+"""A micro-batch that runs again (the query failed after the sink committed it, before Spark's commit
+log did, and is restarted from its checkpoint) must answer exactly the events its first attempt
+answered, even though U has moved on since:
 an idempotent sink keeps the first attempt's rows, so anything the re-run answered in addition would
 be lost, and anything it left waiting again would be emitted twice."""
 
@@ -56,7 +57,7 @@ def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, s
     writer.stop()
 
     batch = crashed[0]
-    assert attempts[batch][0] == [(1, "c1"), (2, "c1")], "planned U was 25 s: only events before it"
+    assert attempts[batch][0] == [(1, "c1"), (2, "c1")], "U was 25 s: only events before it"
     assert attempts[batch][1] == attempts[batch][0], "the re-run answers exactly what the first attempt did"
     # An idempotent sink keeps each batch's first attempt: every event once, with the as-of answer.
     kept = sorted(r for b in sorted(attempts) for r in attempts[b][0])

@@ -31,12 +31,14 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
       .flatMap(q => StateClient.of(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
       .getOrElse(EventTime.MinusInfinity)
-  // The U this micro-batch was planned with (see PlannedTicks): an event is answered in this batch
-  // only if its reply time is below it, so a re-run batch answers exactly the same events.
+  // The U this micro-batch answers below, fixed per batch by its first task (see PlannedTicks), so
+  // a re-run batch answers exactly the same events.
   @transient private lazy val plannedU: Long =
     if (!streaming) EventTime.PlusInfinity
-    else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
-      .flatMap(q => PlannedTicks.of(q, metricsName)).getOrElse(EventTime.PlusInfinity)
+    else Option(TaskContext.get()).flatMap { c =>
+      for (q <- Option(c.getLocalProperty("sql.streaming.queryId")); b <- Option(c.getLocalProperty("streaming.sql.batchId")))
+        yield PlannedTicks.of(q, metricsName, b.toLong, spec.stateName, StateClient.of(spec.stateName).updateProgress)
+    }.getOrElse(EventTime.PlusInfinity)
   private val width = spec.eventSchema.length
 
   override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {

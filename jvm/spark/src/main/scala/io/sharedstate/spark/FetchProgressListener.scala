@@ -68,7 +68,6 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
 
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
     val own = readers.remove(event.id)
-    PlannedTicks.forget(event.id.toString)
     if (own != null) own.foreach(r => Try(Coordinator.get.state(r.state).deregisterReader(r.id)))
     val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
     Coordinator.get.names.foreach { name =>

@@ -31,12 +31,11 @@ object ProgressTicks {
  */
 final case class ProgressTick(u: Option[Long], from: Long, buckets: Int) extends InputPartition
 
-final class ProgressTickStream(protected val state: DriverState, buckets: Int, join: Option[String]) extends UpdateProgressOffsets {
+final class ProgressTickStream(protected val state: DriverState, buckets: Int) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val (from, until) = range(start, end)
-    join.foreach(PlannedTicks.record(_, until))
     Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None, from, buckets))
   }
 

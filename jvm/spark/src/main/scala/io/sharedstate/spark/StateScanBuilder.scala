@@ -26,7 +26,7 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
     override def toBatch: Batch = { read.checkBatch(); this }
     override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
       read.checkStreaming()
-      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state, read.buckets, read.join)
+      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state, read.buckets)
       else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def toContinuousStream(checkpointLocation: String): ContinuousStream = {

@@ -19,7 +19,7 @@ object Messages {
    */
   final case class HostUnreachable(state: String, host: HostId)
   /** The U a fetch join's current micro-batch was planned with (see PlannedTicks). */
-  final case class GetPlannedTick(key: String)
+  final case class GetPlannedTick(key: String, state: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   /**

@@ -30,7 +30,8 @@ def targets(summary: list[dict], points: list[dict]) -> list[dict]:
     for rate in sorted({s["update_rate"] for s in summary}):
         rows = [s for s in summary if s["update_rate"] == rate]
         mine = next((s for s in rows if s["method"] == PLUGIN), None)
-        peers = [s for s in rows if s["method"] != PLUGIN and s["correct"]]
+        # peers: what a user would otherwise do (not this plugin in another configuration, e.g. durable)
+        peers = [s for s in rows if not s["method"].startswith(PLUGIN) and s["correct"]]
         if mine is None:
             continue
         best = max(peers, key=lambda s: s["max_sustained_rate"] or 0, default=None)

@@ -160,7 +160,9 @@ class State:
 
     def snapshot(self) -> dict[str, Any]:
         """Snapshots every partition of a durable State now and applies the retention policy (the
-        changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md."""
+        changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md.
+        Returns what the round did: written, unchanged, deltas (written as delta snapshots), entries
+        and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed."""
         with translated():
             return json.loads(api(self._spark).snapshot(self.name))
 

@@ -81,6 +81,13 @@ private[core] final class StagedUpdates(initial: Int = 16) {
     order
   }
 
+  def clear(): Unit = {
+    Arrays.fill(keys.asInstanceOf[Array[AnyRef]], 0, n, null)
+    Arrays.fill(values.asInstanceOf[Array[AnyRef]], 0, n, null)
+    Arrays.fill(origins.asInstanceOf[Array[AnyRef]], 0, n, null)
+    n = 0; valueBytes = 0L; minTime = Long.MaxValue
+  }
+
   def foreach(f: (Key, Long, Array[Byte]) => Unit): Unit = {
     var i = 0
     while (i < n) { f(keys(i), times(i), values(i)); i += 1 }

@@ -357,16 +357,54 @@ final class State(val spec: StateSpec) {
     snapshot.staged.foreach { case (k, t, v) => p.stage(k, t, v) }
   }
 
+  /**
+   * Loads a chain of partition snapshots into this (fresh) State: a full snapshot, then deltas in
+   * order, each replacing the entries of the keys it holds; the staged updates are the last link's.
+   */
+  def restorePartitionChain(chain: Seq[codec.PartitionSnapshot]): Unit = underCommitLock {
+    if (chain.isEmpty || chain.head.delta || chain.tail.exists(!_.delta) || chain.exists(_.partition != chain.head.partition)) {
+      throw new SharedStateException(s"State '${spec.name}': a snapshot chain is one partition's full snapshot followed " +
+        s"by its deltas, got ${chain.map(s => s"partition ${s.partition} ${if (s.delta) "delta" else "full"}").mkString(", ")}.")
+    }
+    chain.foreach { link =>
+      if (link.delta) parts(link.partition).clearStaged()
+      restorePartition(link)
+    }
+  }
+
+  /**
+   * From now on, every partition remembers which keys changed since its last snapshot capture, so a
+   * snapshot can hold only those ([[capturePartitionWith]] with `delta`). Call before the State is in use
+   * (a recovery calls it after loading the snapshots, before replaying the changelog after them).
+   */
+  def trackChanges(): Unit = underCommitLock(parts.foreach(_.trackChanges()))
+
   /** Encodes partition `i` (entries and staged updates) in the snapshot format. */
   def snapshotPartition(i: Int): Array[Byte] = snapshotPartitionWith(i)(())._1
 
   /**
    * Encodes partition `i` and evaluates `mark` at the same commit boundary (under the commit lock,
    * so no commit lands between the two): a durable snapshot records there which journal events it
-   * already holds. Only this partition is held; commits continue between partitions.
+   * already holds. Only this partition is held, and only to capture it (references to its immutable
+   * entries and a copy of its staged updates); the encoding runs after the lock is released.
    */
-  def snapshotPartitionWith[T](i: Int)(mark: => T): (Array[Byte], T) =
-    underCommitLock((codec.SnapshotCodec.encode(spec.name, parts(i), parts.length, u), mark))
+  def snapshotPartitionWith[T](i: Int)(mark: => T): (Array[Byte], T) = {
+    val (capture, marked) = capturePartitionWith(i, delta = false, startChain = false)(mark)
+    (codec.SnapshotCodec.encode(capture), marked)
+  }
+
+  /**
+   * Captures partition `i` for a snapshot (see [[codec.PartitionCapture]]) and evaluates `mark` at the
+   * same commit boundary. `startChain` (needs [[trackChanges]]): the partition's changed keys are taken,
+   * so the next `delta` capture holds the keys changed after this one; `delta`: this capture holds only
+   * the keys changed since the previous chain capture. Encode it with SnapshotCodec outside the lock;
+   * if it is not stored, hand its keys back with [[returnChanged]].
+   */
+  def capturePartitionWith[T](i: Int, delta: Boolean, startChain: Boolean)(mark: => T): (codec.PartitionCapture, T) =
+    underCommitLock((codec.PartitionCapture.of(spec.name, parts(i), parts.length, u, delta, startChain), mark))
+
+  /** The changed keys a capture took go back to its partition: the next delta holds them (its snapshot was not stored). */
+  def returnChanged(capture: codec.PartitionCapture): Unit = parts(capture.partition).returnChanged(capture.changedKeys)
 
   /**
    * Runs `body` between commits: no commit (nor progress event) runs meanwhile, they wait for it.

@@ -30,6 +30,11 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private val appliedCount = new AtomicLong()
   private val compactedPairs = new AtomicLong()
   private val sweepLock = new ReentrantLock()
+  // Keys whose entry changed since the last snapshot capture (null: not tracking, see trackChanges).
+  // Appliers add under the commit lock, as captures swap it; a compaction (off the commit lock) adds
+  // under the read lock, so a capture (write lock) never swaps between its publish and its add.
+  @volatile private var changed: java.util.Set[Key] = null
+  private val changedSwap = new java.util.concurrent.locks.ReentrantReadWriteLock()
   private var sweepCursor: java.util.Iterator[java.util.Map.Entry[Key, ValueSet]] = null
 
   def stage(key: Key, time: Long, value: Array[Byte]): Unit = staged.add(key, time, value, null)
@@ -181,6 +186,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
       val published = if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
       if (published) {
+        val c = changed
+        if (c != null) c.add(key)
         acc.add(key, before, after, pairsDropped = built.size - after.size)
         rejected.foreach(failures.add)
         return applied
@@ -217,7 +224,13 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
     val compacted = compaction.compact(set, horizon)
-    if ((compacted ne set) && entries.replace(key, set, compacted)) account(key, set, compacted, set.size - compacted.size)
+    if ((compacted ne set) && entries.replace(key, set, compacted)) {
+      if (changed != null) {
+        changedSwap.readLock().lock()
+        try { val c = changed; if (c != null) c.add(key) } finally changedSwap.readLock().unlock()
+      }
+      account(key, set, compacted, set.size - compacted.size)
+    }
     compacted
   }
 
@@ -249,6 +262,36 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val before = entries.put(key, set)
     account(key, before, set, 0)
   }
+
+  /**
+   * From now on, remembers which keys' entries change (applies and compactions), for delta
+   * snapshots; see [[takeChangedKeys]]. Costs one set insert per changed entry; off unless called.
+   */
+  def trackChanges(): Unit = if (changed == null) changed = java.util.concurrent.ConcurrentHashMap.newKeySet[Key]()
+
+  def tracksChanges: Boolean = changed != null
+
+  /**
+   * The keys changed since the previous call (or since tracking began), and tracking starts afresh.
+   * Called under the State's commit lock (no applier runs). Null when not tracking.
+   */
+  private[core] def takeChangedKeys(): java.util.Set[Key] = {
+    if (changed == null) null
+    else {
+      changedSwap.writeLock().lock()
+      try { val old = changed; changed = java.util.concurrent.ConcurrentHashMap.newKeySet[Key](); old }
+      finally changedSwap.writeLock().unlock()
+    }
+  }
+
+  /** Puts keys taken by [[takeChangedKeys]] back (their snapshot was not written): the next delta holds them. */
+  private[core] def returnChanged(keys: java.util.Set[Key]): Unit = {
+    val c = changed
+    if (c != null && keys != null) c.addAll(keys)
+  }
+
+  /** Forgets the staged updates (a snapshot chain's later link replaces them); only before the partition is in use. */
+  private[core] def clearStaged(): Unit = staged.clear()
 
   def stagedCount: Int = staged.size
   def stagedBytes: Long = staged.bytes

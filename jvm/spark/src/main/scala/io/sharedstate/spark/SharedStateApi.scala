@@ -53,7 +53,8 @@ object SharedStateApi {
   def snapshot(name: String): String = {
     val r = DurableStates.snapshot(name)
     json.writeValueAsString(Map[String, Any]("written" -> r.written, "unchanged" -> r.unchanged,
-      "snapshots_removed" -> r.snapshotsRemoved, "changelog_trimmed" -> r.changelogTrimmed).asJava)
+      "snapshots_removed" -> r.snapshotsRemoved, "changelog_trimmed" -> r.changelogTrimmed,
+      "deltas" -> r.deltas, "entries" -> r.entries, "bytes" -> r.bytes).asJava)
   }
 
   def list(): Array[String] = Coordinator.get.names.toArray

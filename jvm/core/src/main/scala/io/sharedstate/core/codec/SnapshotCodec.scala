@@ -5,40 +5,86 @@ import java.io.{ByteArrayInputStream, ByteArrayOutputStream, InputStream, Output
 import java.nio.charset.StandardCharsets.US_ASCII
 import scala.collection.mutable.ArrayBuffer
 
-/** A decoded partition snapshot: its applied entries and the staged updates still waiting for U. */
+/**
+ * A decoded partition snapshot: its entries and the staged updates still waiting for U. `delta`: the
+ * entries are only the keys changed since the previous snapshot of a chain (each replaces that key's
+ * whole entry, so a compaction that trimmed a key's history is carried too), and the staged updates
+ * replace the previous link's; a full snapshot (`delta` = false) holds every entry.
+ */
 final case class PartitionSnapshot(
     state: String,
     partition: Int,
     partitionCount: Int,
     updateProgress: Long,
     entries: IndexedSeq[(Key, ValueSet)],
-    staged: IndexedSeq[(Key, Long, Array[Byte])])
+    staged: IndexedSeq[(Key, Long, Array[Byte])],
+    delta: Boolean = false)
+
+/**
+ * What a snapshot of one partition holds, captured at a commit boundary under the commit lock:
+ * references to its entries' ValueSets (immutable, so no copy is needed and encoding runs after the
+ * lock is released) and a copy of its staged updates. `delta`: only the entries changed since the
+ * previous capture; `changedKeys`: the keys taken from the partition's change tracking (null when
+ * not tracking), handed back with [[io.sharedstate.core.State.returnChanged]] if the snapshot is not written.
+ */
+final class PartitionCapture(val state: String, val partition: Int, val partitionCount: Int, val updateProgress: Long,
+    val delta: Boolean, val entries: Array[(Key, ValueSet)], val staged: Array[(Key, Long, Array[Byte])],
+    val changedKeys: java.util.Set[Key])
+
+object PartitionCapture {
+  /**
+   * Captures `partition` (call under the State's commit lock). `startChain`: takes its changed keys
+   * (the next delta is relative to this capture); `delta` (implies it) keeps only those keys' entries.
+   */
+  def of(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, delta: Boolean,
+      startChain: Boolean = false): PartitionCapture = {
+    val changed = if (delta || startChain) partition.takeChangedKeys() else null
+    if ((delta || startChain) && changed == null) throw new IllegalStateException(
+      s"State '$state' partition ${partition.id} does not track changes: no snapshot chain can be taken")
+    val entries = ArrayBuffer.empty[(Key, ValueSet)]
+    if (delta) changed.forEach { k =>
+      val set = partition.get(k) // entries are never removed: a changed key has one
+      if (set != null) entries += (k -> set)
+    }
+    // A consistent list first: the map may change while we write (fetches compact lazily).
+    else partition.foreachEntry((k, v) => entries += (k -> v))
+    val staged = ArrayBuffer.empty[(Key, Long, Array[Byte])]
+    partition.foreachStaged((k, t, v) => staged += ((k, t, v)))
+    new PartitionCapture(state, partition.id, partitionCount, updateProgress, delta, entries.toArray, staged.toArray, changed)
+  }
+}
 
 /**
  * Versioned binary format of one partition, for the durability layer's snapshots.
  *
- * Version 1: "SSSN", 0x01, state name (int32 length + UTF-8), partition (int32), partition count
+ * Version 1 (a full snapshot): "SSSN", 0x01, state name (int32 length + UTF-8), partition (int32), partition count
  * (int32), update progress U (int64), entry count (int32); per entry: key (int32 length + bytes),
  * pair count (int32), the timestamps (int64 each, ascending), the values (int32 length + bytes each);
  * then the staged count (int32) and per staged update, in arrival order: key, time (int64), value;
  * then the CRC-32 of all of it (int32). Big-endian. Streams, so a large partition is never built in
  * memory twice.
+ *
+ * Version 2: as version 1 with a kind byte after U (0 full, 1 delta: see [[PartitionSnapshot]]).
+ * Full snapshots are still written as version 1, so older engines read them; deltas as version 2.
  */
 object SnapshotCodec {
-  val Version = 1
+  val Version = 2
+  private val Full = 0
+  private val Delta = 1
   private val Magic = "SSSN".getBytes(US_ASCII)
 
   def write(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, out: OutputStream): Unit =
-    CodecIO.write(out, Magic, Version) { d =>
-      CodecIO.writeString(d, state)
-      d.writeInt(partition.id)
-      d.writeInt(partitionCount)
-      d.writeLong(updateProgress)
-      // A consistent list first: the map may change while we write (fetches compact lazily).
-      val entries = ArrayBuffer.empty[(Key, ValueSet)]
-      partition.foreachEntry((k, v) => entries += (k -> v))
-      d.writeInt(entries.size)
-      entries.foreach { case (k, set) =>
+    write(PartitionCapture.of(state, partition, partitionCount, updateProgress, delta = false), out)
+
+  def write(c: PartitionCapture, out: OutputStream): Unit =
+    CodecIO.write(out, Magic, if (c.delta) 2 else 1) { d =>
+      CodecIO.writeString(d, c.state)
+      d.writeInt(c.partition)
+      d.writeInt(c.partitionCount)
+      d.writeLong(c.updateProgress)
+      if (c.delta) d.writeByte(Delta)
+      d.writeInt(c.entries.length)
+      c.entries.foreach { case (k, set) =>
         CodecIO.writeBytes(d, k.bytes)
         d.writeInt(set.size)
         var i = 0
@@ -46,19 +92,22 @@ object SnapshotCodec {
         i = 0
         while (i < set.size) { d.writeInt(set.valueLength(i)); d.write(set.packedValues, set.valueOffset(i), set.valueLength(i)); i += 1 }
       }
-      val staged = ArrayBuffer.empty[(Key, Long, Array[Byte])]
-      partition.foreachStaged((k, t, v) => staged += ((k, t, v)))
-      d.writeInt(staged.size)
-      staged.foreach { case (k, t, v) => CodecIO.writeBytes(d, k.bytes); d.writeLong(t); CodecIO.writeBytes(d, v) }
+      d.writeInt(c.staged.length)
+      c.staged.foreach { case (k, t, v) => CodecIO.writeBytes(d, k.bytes); d.writeLong(t); CodecIO.writeBytes(d, v) }
     }
 
   def read(in: InputStream): PartitionSnapshot =
-    CodecIO.read(in, Magic, Version, "partition snapshot") { (d, _) =>
+    CodecIO.read(in, Magic, Version, "partition snapshot") { (d, version) =>
       val what = "partition snapshot"
       val state = CodecIO.readString(d, what)
       val partition = d.readInt()
       val partitionCount = d.readInt()
       val u = d.readLong()
+      val delta = version >= 2 && (d.readUnsignedByte() match {
+        case Full => false
+        case Delta => true
+        case other => throw new io.sharedstate.core.SharedStateException(s"Corrupt $what: unknown kind $other.")
+      })
       val n = CodecIO.count(d, what)
       val entries = IndexedSeq.newBuilder[(Key, ValueSet)]
       var e = 0
@@ -82,12 +131,18 @@ object SnapshotCodec {
         val time = d.readLong()
         (key, time, CodecIO.readBytes(d, what))
       }
-      PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged)
+      PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged, delta)
     }
 
   def encode(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long): Array[Byte] = {
     val out = new ByteArrayOutputStream()
     write(state, partition, partitionCount, updateProgress, out)
+    out.toByteArray
+  }
+
+  def encode(c: PartitionCapture): Array[Byte] = {
+    val out = new ByteArrayOutputStream()
+    write(c, out)
     out.toByteArray
   }
 

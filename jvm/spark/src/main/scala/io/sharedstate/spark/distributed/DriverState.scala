@@ -165,7 +165,9 @@ final class DriverState private[distributed] (progressKeeper: State, cluster: Op
   /** Snapshot rounds of a durable State: each partition encoded by its owner between two commits. */
   private[distributed] def snapshotSource: SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = progressKeeper.partitionCount
-    override def encode(p: Int): EncodedPartition = DriverState.this.synchronized {
+    // Hosts encode full snapshots only (their partitions do not track changed keys).
+    override def encode(p: Int, delta: Boolean): EncodedPartition = DriverState.this.synchronized {
+      require(!delta, "a cluster State takes full snapshots only")
       val bytes = retryingLost(() => {
         val owner = currentRoute.owners(p)
         HostLink.await[Array[Byte]](cluster.get._2.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))

@@ -24,6 +24,13 @@ object DurableStates extends Logging {
   /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
   val SnapshotsRetainedConf = "spark.sharedstate.snapshot.retained"
   val DefaultSnapshotsRetained = 2
+  /**
+   * Longest snapshot chain per partition, its full snapshot included: the snapshots after a full one
+   * are deltas (only the keys changed since the previous snapshot) until the chain has this many
+   * links (or its deltas outgrow the full snapshot). 1 = every snapshot is full.
+   */
+  val SnapshotFullEveryConf = "spark.sharedstate.snapshot.fullEvery"
+  val DefaultSnapshotFullEvery = 8
   /** How long an owner's lease lasts without renewal (it renews every third of it). */
   val OwnerLeaseConf = "spark.sharedstate.owner.lease"
   val DefaultOwnerLease = "30 seconds"
@@ -254,7 +261,9 @@ object DurableStates extends Logging {
     val state = try SharedStateRuntime.registry.create(spec, { s =>
       val started = System.nanoTime()
       // A read-only State leaves the rejected table to its owner.
-      recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None)
+      // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.
+      recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None,
+        trackChanges = readOnly.isEmpty && fullEvery(spark) > 1)
       readOnly match {
         case None =>
           journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
@@ -269,7 +278,8 @@ object DurableStates extends Logging {
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
-    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, retained(spark))
+    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, retained(spark),
+      fullEvery(spark), recovered.chains)
     val schedule = this.schedule(spark, spec.name, snapshotter)
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
@@ -279,6 +289,12 @@ object DurableStates extends Logging {
     text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
       s"$SnapshotsRetainedConf must be a whole number >= 1 (snapshots kept per partition), got '$text'."))
   }.getOrElse(DefaultSnapshotsRetained)
+
+  private def fullEvery(spark: SparkSession): Int = spark.conf.getOption(SnapshotFullEveryConf).map { text =>
+    text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
+      s"$SnapshotFullEveryConf must be a whole number >= 1 (snapshots per chain, its full snapshot included; 1 = " +
+        s"every snapshot full), got '$text'."))
+  }.getOrElse(DefaultSnapshotFullEvery)
 
   // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
   private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {

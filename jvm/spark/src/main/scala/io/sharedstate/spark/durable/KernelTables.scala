@@ -53,10 +53,12 @@ object KernelTables {
   /**
    * Every row of `snapshot` matching `filter` (partition pruning), with its partition columns; only
    * from the data files whose path `readFile` accepts (a reader following a table reads new files only).
+   * `physical`: the table's columns without its partition columns, or a subset of them when
+   * `readSchema` (that subset with the partition columns) is given.
    */
   def scan[T](engine: Engine, snapshot: Snapshot, filter: Option[Predicate], physical: StructType,
-      readFile: String => Boolean = _ => true)(f: Row => T): Seq[T] = {
-    val builder = snapshot.getScanBuilder
+      readFile: String => Boolean = _ => true, readSchema: Option[StructType] = None)(f: Row => T): Seq[T] = {
+    val builder = readSchema.fold(snapshot.getScanBuilder)(snapshot.getScanBuilder.withReadSchema)
     val scan = filter.fold(builder)(builder.withFilter).build()
     val scanState = scan.getScanState(engine)
     val out = ArrayBuffer.empty[T]

@@ -1,6 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.State
+import io.sharedstate.core.codec.SnapshotCodec
 
 /**
  * What a snapshot round encodes: each partition at a commit boundary, with the journal position it
@@ -10,8 +11,18 @@ import io.sharedstate.core.State
 trait SnapshotSource {
   def partitionCount: Int
 
-  /** Partition `p` encoded (SnapshotCodec), the order number of the last journal event it holds, and U then. */
-  def encode(p: Int): EncodedPartition
+  /**
+   * Whether the partitions track their changed keys, so [[encode]] can take delta snapshots: each
+   * encode then starts the next delta afresh (relative to what it encoded).
+   */
+  def tracksChanges: Boolean = false
+
+  /**
+   * Partition `p` encoded (SnapshotCodec), the order number of the last journal event it holds, and U
+   * then. `delta` (only when [[tracksChanges]]): only the keys changed since the previous encode of `p`.
+   * If the result is not stored, call its `unstored` so the next delta still holds its keys.
+   */
+  def encode(p: Int, delta: Boolean): EncodedPartition
 
   /** Runs `body` while no commit (nor progress event) of the State runs. */
   def betweenCommits[T](body: => T): T
@@ -20,16 +31,25 @@ trait SnapshotSource {
   def checkHealthy(): Unit
 }
 
-/** `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none after. */
-final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long)
+/**
+ * `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
+ * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
+ * `unstored`: hands the changed keys it took back to the partition (it was not stored).
+ */
+final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long,
+    delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => ())
 
 object SnapshotSource {
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
-    override def encode(p: Int): EncodedPartition = {
-      val (bytes, (seq, version, u)) = state.snapshotPartitionWith(p)((journal.lastSeq, journal.lastVersion, state.updateProgress))
-      EncodedPartition(bytes, seq, u, version)
+    override def tracksChanges: Boolean = state.partition(0).tracksChanges
+    // Captured under the commit lock (references to the immutable entries), encoded after it.
+    override def encode(p: Int, delta: Boolean): EncodedPartition = {
+      val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
+        (journal.lastSeq, journal.lastVersion, state.updateProgress))
+      val bytes = try SnapshotCodec.encode(capture) catch { case e: Throwable => state.returnChanged(capture); throw e }
+      EncodedPartition(bytes, seq, u, version, delta, capture.entries.length, () => state.returnChanged(capture))
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
     override def checkHealthy(): Unit = journal.checkHealthy()

@@ -11,79 +11,149 @@ import scala.jdk.CollectionConverters._
  * One stored snapshot of a partition: the engine's snapshot bytes and the journal events it holds.
  * `changelogVersion`: a changelog table version that has every event it holds and none after (None
  * for snapshots written before it was recorded); recovery reads only changelog files added after it.
+ * `baseId`/`parentId`: None for a full snapshot; for a delta (only the keys changed since `parentId`),
+ * the full snapshot its chain starts at and the snapshot it applies on.
  */
 final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long, changelogVersion: Option[Long],
-    bytes: Array[Byte])
+    bytes: Array[Byte], baseId: Option[Long] = None, parentId: Option[Long] = None) {
+  def isDelta: Boolean = parentId.nonEmpty
+}
+
+/** A complete stored snapshot without its bytes: what chains and retention are worked out from. */
+final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long], parentId: Option[Long]) {
+  def isDelta: Boolean = parentId.nonEmpty
+  /** The full snapshot this one's chain starts at (itself for a full one). */
+  def base: Long = baseId.getOrElse(id)
+}
 
 /**
  * The snapshots table of a State, `<root>/<state>/snapshots`, partitioned by `partition`: each
  * snapshot of a partition is the engine's versioned snapshot blob (SnapshotCodec) cut into chunks,
  * one row per chunk, committed in one Delta transaction. Its id is the order number of the last
  * journal event it includes: recovery replays the changelog's commits after it, reading only the
- * changelog files added after its `changelog_version`.
+ * changelog files added after its `changelog_version`. A snapshot is full, or a delta (`base_id` and
+ * `parent_id` set) holding only the keys changed since its parent; a restore point is a snapshot
+ * whose chain (its full snapshot, then each delta up to it) is complete, loaded in that order.
  */
 final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
   import SnapshotTable._
   private val engine = DefaultEngine.create(conf)
   private val table = Table.forPath(engine, path)
 
-  def write(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte]): Long = {
+  /** Whether the table has the `base_id`/`parent_id` columns (tables created before deltas do not: they hold full snapshots only). */
+  def recordsChains: Boolean = {
+    val schema = table.getLatestSnapshot(engine).getSchema
+    schema.indexOf(BaseId) >= 0 && schema.indexOf(ParentId) >= 0
+  }
+
+  /** Writes a snapshot; `link`: (base id, parent id) of a delta, None for a full snapshot. */
+  def write(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
+      link: Option[(Long, Long)] = None): Long = {
+    require(link.isEmpty || recordsChains, s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only")
     val chunks = math.max(1, (bytes.length + chunkBytes - 1) / chunkBytes)
     val data = (0 until chunks).map(c => java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
     val now = java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)
-    val columns = IndexedSeq[Array[_ <: AnyRef]](
+    def longs(v: Option[Long]): Array[java.lang.Long] = Array.fill(chunks)(v.map(java.lang.Long.valueOf).orNull)
+    val all = IndexedSeq[Array[_ <: AnyRef]](
       Array.fill(chunks)(java.lang.Long.valueOf(id)), (0 until chunks).map(Integer.valueOf).toArray,
       Array.fill(chunks)(Integer.valueOf(chunks)), Array.fill(chunks)(java.lang.Long.valueOf(updateProgress)),
-      data.toArray, Array.fill(chunks)(now), Array.fill(chunks)(java.lang.Long.valueOf(changelogVersion)))
+      data.toArray, Array.fill(chunks)(now), Array.fill(chunks)(java.lang.Long.valueOf(changelogVersion)),
+      longs(link.map(_._1)), longs(link.map(_._2)))
+    // Only the columns the table has (an older table lacks the nullable ones added since).
+    val present = table.getLatestSnapshot(engine).getSchema
+    val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
+    val columns = kept.map(_._2).toIndexedSeq
+    val schema = new StructType(kept.map(_._1).asJava)
     val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.WRITE).build(engine)
     KernelTables.commit(engine, txn,
-      KernelTables.writeFiles(engine, txn, Map(Partition -> Literal.ofInt(partition)), physical, columns, chunks))
+      KernelTables.writeFiles(engine, txn, Map(Partition -> Literal.ofInt(partition)), schema, columns, chunks))
   }
 
-  /** The ids of the complete snapshots of `partition`, newest first. */
-  def ids(partition: Int): Seq[Long] = ids(chunksOf(partition))
+  /** The ids of the restore points of `partition` (complete snapshots whose chain is complete), newest first. */
+  def ids(partition: Int): Seq[Long] = links(partition).map(_.id)
 
-  private def ids(rows: Seq[ChunkRow]): Seq[Long] = rows.groupBy(_._1).collect {
-    case (id, cs) if cs.map(_._2).toSet.size == cs.head._3 => id
-  }.toSeq.sorted.reverse
+  /** The restore points of `partition`, newest first, without their bytes. */
+  def links(partition: Int): Seq[SnapshotLink] = restorable(linksOf(chunksOf(partition, withData = false)))
 
-  /** The newest complete snapshot of `partition`. */
-  def latest(partition: Int): Option[StoredSnapshot] = newest(partition, _ => true)
+  /** Whether `partition` has snapshot rows (complete or not) older than `id`. */
+  def hasOlderThan(partition: Int, id: Long): Boolean = chunksOf(partition, withData = false).exists(_.id < id)
 
-  /** The newest complete snapshot of `partition` taken when U was at or before `time`. */
-  def atOrBefore(partition: Int, time: Long): Option[StoredSnapshot] = newest(partition, _ <= time)
+  /** The newest restore point of `partition` (its newest link; see [[latestChain]]). */
+  def latest(partition: Int): Option[StoredSnapshot] = latestChain(partition).lastOption
 
-  /** U of the oldest complete snapshot of `partition`, if any. */
-  def oldestProgress(partition: Int): Option[Long] = {
-    val rows = chunksOf(partition)
-    ids(rows).lastOption.flatMap(id => rows.find(_._1 == id)).map(_._4)
+  /** The chain of the newest restore point of `partition`: its full snapshot, then its deltas in order (empty: none). */
+  def latestChain(partition: Int): Seq[StoredSnapshot] = newest(partition, _ => true)
+
+  /** The chain of the newest restore point of `partition` taken when U was at or before `time`. */
+  def chainAtOrBefore(partition: Int, time: Long): Seq[StoredSnapshot] = newest(partition, _ <= time)
+
+  /** U of the oldest restore point of `partition`, if any. */
+  def oldestProgress(partition: Int): Option[Long] = links(partition).lastOption.map(_.updateProgress)
+
+  private def newest(partition: Int, progressOk: Long => Boolean): Seq[StoredSnapshot] = {
+    val rows = chunksOf(partition, withData = true)
+    val all = linksOf(rows)
+    restorable(all).find(l => progressOk(l.updateProgress)).map { tip =>
+      chainOf(tip, all.map(l => l.id -> l).toMap).get.map { link =>
+        val mine = rows.filter(_.id == link.id).sortBy(_.chunk).distinctBy(_.chunk)
+        val out = new java.io.ByteArrayOutputStream()
+        mine.foreach(r => out.write(r.data))
+        StoredSnapshot(partition, link.id, link.updateProgress, Option(mine.head.changelogVersion).map(_.longValue),
+          out.toByteArray, link.baseId, link.parentId)
+      }
+    }.getOrElse(Nil)
   }
 
-  private def newest(partition: Int, progressOk: Long => Boolean): Option[StoredSnapshot] = {
-    val rows = chunksOf(partition)
-    ids(rows).find(id => rows.exists(r => r._1 == id && progressOk(r._4))).map { id =>
-      val mine = rows.filter(_._1 == id).sortBy(_._2).distinctBy(_._2)
-      val out = new java.io.ByteArrayOutputStream()
-      mine.foreach(r => out.write(r._5))
-      StoredSnapshot(partition, id, mine.head._4, Option(mine.head._6).map(_.longValue), out.toByteArray)
+  // The complete snapshots (every chunk present), newest first.
+  private def linksOf(rows: Seq[ChunkRow]): Seq[SnapshotLink] = rows.groupBy(_.id).collect {
+    case (id, cs) if cs.map(_.chunk).toSet.size == cs.head.chunks =>
+      val mine = cs.distinctBy(_.chunk)
+      val h = mine.head
+      SnapshotLink(id, h.updateProgress, Option(h.baseId).map(_.longValue), Option(h.parentId).map(_.longValue))
+  }.toSeq.sortBy(-_.id)
+
+  private def restorable(links: Seq[SnapshotLink]): Seq[SnapshotLink] = {
+    val byId = links.map(l => l.id -> l).toMap
+    links.filter(l => chainOf(l, byId).nonEmpty)
+  }
+
+  // tip's chain, full snapshot first; None when a link is missing or does not lead back to its base.
+  private def chainOf(tip: SnapshotLink, byId: Map[Long, SnapshotLink]): Option[List[SnapshotLink]] = {
+    @annotation.tailrec
+    def walk(l: SnapshotLink, acc: List[SnapshotLink]): Option[List[SnapshotLink]] = l.parentId match {
+      case None => if (l.id == tip.base) Some(l :: acc) else None
+      case Some(parent) => byId.get(parent) match {
+        case Some(p) if p.id < l.id && p.base == tip.base => walk(p, l :: acc)
+        case _ => None
+      }
     }
+    walk(tip, Nil)
   }
 
-  // (id, chunk, chunks, update progress, bytes, changelog version or null) of every chunk of the partition
-  private type ChunkRow = (Long, Int, Int, Long, Array[Byte], java.lang.Long)
-  private def chunksOf(partition: Int): Seq[ChunkRow] = {
+  private def chunksOf(partition: Int, withData: Boolean): Seq[ChunkRow] = {
     val filter = new Predicate("=", new Column(Partition), Literal.ofInt(partition))
     val snapshot = table.getLatestSnapshot(engine)
-    // A table created before changelog_version existed lacks it: read without it (unknown version).
-    val recorded = snapshot.getSchema.indexOf(ChangelogVersion) >= 0
-    val columns = if (recorded) physical else withoutChangelogVersion
-    KernelTables.scan(engine, snapshot, Some(filter), columns) { row =>
+    // A table created before a nullable column existed lacks it: read without it (null).
+    val present = snapshot.getSchema
+    val columns = new StructType(physical.fields().asScala.filter { f =>
+      present.indexOf(f.getName) >= 0 && (withData || f.getName != Data)
+    }.asJava)
+    def has(name: String) = columns.indexOf(name) >= 0
+    val readSchema = columns.add(new StructField(Partition, IntegerType.INTEGER, false))
+    KernelTables.scan(engine, snapshot, Some(filter), columns, readSchema = Some(readSchema)) { row =>
       val r = new KernelTables.Named(row)
-      (r.int(Partition), (r.long(SnapshotId), r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), r.binary(Data),
-        if (recorded) r.longOrNull(ChangelogVersion) else null))
+      val data = if (withData) r.binary(Data) else null
+      (r.int(Partition), ChunkRow(r.long(SnapshotId), r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), data,
+        if (has(ChangelogVersion)) r.longOrNull(ChangelogVersion) else null,
+        if (has(BaseId)) r.longOrNull(BaseId) else null,
+        if (has(ParentId)) r.longOrNull(ParentId) else null))
     }.collect { case (p, chunk) if p == partition => chunk }
   }
 }
+
+// One chunk row of a snapshot (data null when read without it).
+private final case class ChunkRow(id: Long, chunk: Int, chunks: Int, updateProgress: Long, data: Array[Byte],
+    changelogVersion: java.lang.Long, baseId: java.lang.Long, parentId: java.lang.Long)
 
 object SnapshotTable {
   val Partition = "partition"
@@ -94,6 +164,8 @@ object SnapshotTable {
   val Data = "data"
   val CreatedMicros = "created_micros"
   val ChangelogVersion = "changelog_version"
+  val BaseId = "base_id"
+  val ParentId = "parent_id"
   val DefaultChunkBytes: Int = 4 << 20
 
   val physical: StructType = new StructType(Seq(
@@ -104,10 +176,16 @@ object SnapshotTable {
     new StructField(Data, BinaryType.BINARY, false),
     new StructField(CreatedMicros, LongType.LONG, false),
     // nullable: tables written before it was recorded read back null (recovery then reads the whole changelog)
-    new StructField(ChangelogVersion, LongType.LONG, true)).asJava)
+    new StructField(ChangelogVersion, LongType.LONG, true),
+    // null for a full snapshot; for a delta, the full snapshot its chain starts at and the snapshot it applies on
+    new StructField(BaseId, LongType.LONG, true),
+    new StructField(ParentId, LongType.LONG, true)).asJava)
 
+  // The columns of tables created before changelog_version, and before base_id/parent_id.
   private[durable] val withoutChangelogVersion: StructType =
-    new StructType(physical.fields().asScala.filter(_.getName != ChangelogVersion).asJava)
+    new StructType(physical.fields().asScala.filter(f => !Set(ChangelogVersion, BaseId, ParentId)(f.getName)).asJava)
+  private[durable] val withoutChains: StructType =
+    new StructType(physical.fields().asScala.filter(f => !Set(BaseId, ParentId)(f.getName)).asJava)
 
   val table: StructType = physical.add(new StructField(Partition, IntegerType.INTEGER, false))
 

@@ -12,15 +12,17 @@ import java.util.concurrent.atomic.AtomicInteger
  * hands its share to the driver, which keeps the rejected table); `dataFilesRead`: how many changelog
  * files of the State's partitions it read.
  */
-final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0)
+final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0,
+    chains: Map[Int, SnapshotChain] = Map.empty)
 
 /**
- * Rebuilds a State from its tables: each partition from its latest snapshot (or the one `pick` chooses), then the journal's
+ * Rebuilds a State from its tables: each partition from its latest restore point (or the one `pick`
+ * chooses: a chain, its full snapshot then its deltas in order), then the journal's
  * events are replayed in order (see [[StateReplay]]), each commit with those of its epoch's updates
  * that the partition's snapshot does not hold yet, in the order its tasks sent them. Partitions
  * (snapshots and changelog) are read and decoded in parallel, all at one changelog version. A
  * partition's changelog is read only from the files added after its snapshot's changelog version
- * (the files up to it hold only commits the snapshot has), so recovery reads the tail, not the
+ * (the files up to it hold only commits the snapshot has; for a chain, its newest link's version), so recovery reads the tail, not the
  * history a snapshot covers; the journal partition (one row per event) is read whole. The
  * rejections of the replayed events that the rejected table does not hold yet (the application
  * stopped between an epoch's changelog commit and its rejected-table commit) are written to it.
@@ -32,18 +34,23 @@ object StateRecovery {
    *                 partition (a null key) belong to the host of their task's partition, as when staged.
    *                 A partial rebuild sees only its partitions' rejections: pass `rejected` = None then
    *                 (the driver, which replays the whole journal, keeps the rejected table).
+   * @param trackChanges the State's partitions track their changed keys from the loaded snapshots on
+   *                 (before the changelog after them replays), so the owner's next snapshots can be
+   *                 deltas on those chains (`Recovered.chains`).
    */
   def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], rejected: Option[RejectedTable],
-      threads: Int = 4, pick: (SnapshotTable, Int) => Option[StoredSnapshot] = (t, p) => t.latest(p),
-      rebuilds: Int => Boolean = _ => true): Recovered = {
+      threads: Int = 4, pick: (SnapshotTable, Int) => Seq[StoredSnapshot] = (t, p) => t.latestChain(p),
+      rebuilds: Int => Boolean = _ => true, trackChanges: Boolean = false): Recovered = {
     val n = state.partitionCount
     val partitions = JournalPartition +: (0 until n).filter(rebuilds)
     val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
     val filesRead = new AtomicInteger()
     val (rows, restored, version) = try {
+      // Per partition: its newest link's id and changelog version, the decoded chain, and its summary.
       val snapshotReads = (0 until n).map { p =>
-        pool.submit((() => if (!rebuilds(p)) None else snapshots.flatMap(pick(_, p)).map(s => (s.id, s.changelogVersion, SnapshotCodec.decode(s.bytes))))
-          : Callable[Option[(Long, Option[Long], PartitionSnapshot)]])
+        pool.submit((() => if (!rebuilds(p)) None else snapshots.map(pick(_, p)).filter(_.nonEmpty).map { chain =>
+          (chain.last.id, chain.last.changelogVersion, chain.map(s => SnapshotCodec.decode(s.bytes)), SnapshotChain.of(chain).get)
+        }): Callable[Option[(Long, Option[Long], Seq[PartitionSnapshot], SnapshotChain)]])
       }
       val restored = snapshotReads.map(_.get())
       // The changelog version is fixed after the snapshots are read: a snapshot is written after the
@@ -64,14 +71,16 @@ object StateRecovery {
     } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
-    restored.flatten.foreach { case (_, _, snapshot) => state.restorePartition(snapshot) }
+    restored.flatten.foreach { case (_, _, chain, _) => state.restorePartitionChain(chain) }
+    if (trackChanges) state.trackChanges()
     val replayed = replayEvents(state, rows, after = -1L, holdsUpTo, log.path)
     rejected.foreach { table =>
       val last = table.lastEvent
       val missing = replayed.rejections.filter(_._1 > last)
       if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
     }
-    Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get)
+    Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get,
+      restored.zipWithIndex.collect { case (Some((_, _, _, chain)), p) => p -> chain }.toMap)
   }
 
   /** What a replay did: the last journal event replayed (or `after`) and each rejection with its event. */

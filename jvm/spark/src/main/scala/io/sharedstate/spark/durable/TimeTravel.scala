@@ -9,7 +9,7 @@ import org.apache.spark.sql.SparkSession
 /**
  * `as_of(t)` for a time the State in memory may no longer answer (compaction dropped versions older
  * than min(F, U)): a scratch State is rebuilt from the Delta tables with no reader (F = -infinity,
- * nothing compacted while it replays), each partition from its newest snapshot taken when U was at or
+ * nothing compacted while it replays), each partition from its newest restore point taken when U was at or
  * before t (compaction never went past t in it, so each key's newest pair at or before t is in it), or
  * from the start of the changelog while retention has trimmed nothing; then every journal event after
  * it. Its as-of answer at t is the State's. Once retention has trimmed the changelog, a time older
@@ -26,7 +26,7 @@ object TimeTravel {
     }
     val scratch = new State(spec.copy(compactionIntervalMs = 0L))
     try {
-      StateRecovery.replay(scratch, log, Some(snapshots), rejected = None, pick = (t, p) => t.atOrBefore(p, time))
+      StateRecovery.replay(scratch, log, Some(snapshots), rejected = None, pick = (t, p) => t.chainAtOrBefore(p, time))
       (0 until spec.partitions).map(p => AsOfPairs.of(scratch.partition(p), time))
     } finally scratch.close()
   }

@@ -1,0 +1,275 @@
+package io.sharedstate.spark.durable
+
+import io.delta.kernel.defaults.engine.DefaultEngine
+import io.delta.kernel.types.{IntegerType, StructField}
+import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
+import java.nio.file.Files
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+import scala.collection.mutable
+import scala.util.Random
+
+/**
+ * Delta snapshots: after a full snapshot, a partition's snapshots hold only the keys changed since
+ * its previous one (counted against an oracle of the applied updates); recovery from a chain (full,
+ * then deltas in order, then the changelog after the newest) rebuilds the live State exactly, also
+ * when compaction trimmed keys' histories between snapshots, when a full snapshot cut the chain,
+ * after a restart continued a chain, and after retention dropped old chains.
+ */
+class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val spec = StateSpec("kv", "k STRING", "v STRING", 2, "replace")
+  private val conf = new Configuration()
+  private val keys = 200
+  private var sparkStarted = false
+  // Only retention needs Spark (Delta deletes); started on first use.
+  private lazy val spark = {
+    sparkStarted = true
+    SparkSession.builder().master("local[1]").appName("delta-snapshots").config("spark.ui.enabled", "false")
+      .config("spark.sql.shuffle.partitions", "1")
+      .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+      .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog").getOrCreate()
+  }
+  override def afterAll(): Unit = if (sparkStarted) spark.stop()
+
+  private def key(i: Int): Key = new Key(s"k$i".getBytes)
+
+  /**
+   * The model: every update applied (key -> time -> value, "replace": the newest at or before t wins),
+   * the updates still waiting for U, and the keys applied since the last snapshot round.
+   */
+  private final class Oracle {
+    val applied = mutable.Map.empty[Int, mutable.TreeMap[Long, String]]
+    var waiting = Vector.empty[(Int, Long, String)]
+    val changedSinceRound = mutable.Set.empty[Int]
+    def commit(updates: Seq[(Int, Long, String)], progress: Long): Unit = {
+      val (ready, later) = (waiting ++ updates).partition(_._2 < progress)
+      ready.foreach { case (k, t, v) => applied.getOrElseUpdate(k, mutable.TreeMap.empty)(t) = v; changedSinceRound += k }
+      waiting = later
+    }
+    def latest(k: Int, t: Long): Option[(Long, String)] = applied.get(k).flatMap(_.rangeTo(t).lastOption)
+    def changedIn(partition: Int): Int = changedSinceRound.count(k => key(k).partition(spec.partitions) == partition)
+  }
+
+  /** A durable State owned as DurableStates owns one: recovered with change tracking, snapshotted by a Snapshotter. */
+  private final class Owner(val dir: Path, fullEvery: Int, retained: Int = 100, legacyTable: Boolean = false,
+      sparkForRetention: Boolean = false) {
+    val log: DeltaChangelog = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    if (legacyTable) { // as created before the base_id/parent_id columns existed
+      KernelTables.create(DefaultEngine.create(conf), new Path(dir, "snapshots").toString,
+        SnapshotTable.withoutChains.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)),
+        Seq(SnapshotTable.Partition))
+    }
+    val snapshots: SnapshotTable = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+    val rejected: RejectedTable = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
+    private val target = log.target(spec.partitions)
+    private val lease = new OwnerLease(new Path(dir, "owner"), conf, "app-1", "delta-snapshot-suite", 60000L)
+    assert(lease.acquire(0L).isEmpty)
+    val state = new State(spec)
+    val recovered: Recovered = StateRecovery.replay(state, log, Some(snapshots), Some(rejected), trackChanges = true)
+    val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
+    state.attachJournal(journal)
+    state.registerWriter("w")
+    val snapshotter = new Snapshotter(if (sparkForRetention) spark else null, SnapshotSource.local(state, journal), log,
+      snapshots, retained, fullEvery, recovered.chains)
+
+    def commit(epoch: Long, updates: Seq[(Int, Long, String)], progress: Long): Unit = {
+      val b = new UpdateBatch
+      updates.foreach { case (k, t, v) => b.add(s"k$k".getBytes, t, v.getBytes) }
+      val files = target.writeTask("w", epoch, 0, b)
+      state.stage("w", epoch, 0, b)
+      state.commitEpoch("w", epoch, progress, payload = files)
+    }
+
+    def close(): Unit = { lease.release(); state.close() }
+  }
+
+  /** Epoch `e`: `n` random updates at times in [e*1000, e*1000+999] (waiting until the next epoch's U), U = e*1000. */
+  private def epoch(o: Owner, model: Oracle, rnd: Random, e: Long, n: Int, keyRange: Int = keys): Unit = {
+    val updates = Seq.fill(n)((rnd.nextInt(keyRange), e * 1000L + rnd.nextInt(1000), s"v$e-${rnd.nextInt(1 << 20)}"))
+      .distinctBy(u => (u._1, u._2))
+    o.commit(e, updates, e * 1000L)
+    model.commit(updates, e * 1000L)
+  }
+
+  private def recover(dir: Path, pick: Option[(SnapshotTable, Int) => Seq[StoredSnapshot]] = None): (State, Recovered) = {
+    val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+    val s = new State(spec)
+    val r = pick.fold(StateRecovery.replay(s, log, Some(snapshots), None))(p => StateRecovery.replay(s, log, Some(snapshots), None, pick = p))
+    (s, r)
+  }
+
+  /** Every key's stored pairs and the waiting updates are the live State's, pair for pair. */
+  private def assertSameContents(live: State, other: State): Unit = {
+    assert(other.metrics.keys == live.metrics.keys && other.metrics.updatesStaged == live.metrics.updatesStaged)
+    (0 until keys).foreach { k =>
+      val (a, b) = (live.partitionOf(key(k)).get(key(k)), other.partitionOf(key(k)).get(key(k)))
+      assert((a == null) == (b == null), s"k$k")
+      if (a != null) {
+        assert(a.size == b.size, s"k$k: ${a.size} pairs live, ${b.size} recovered")
+        (0 until a.size).foreach(i => assert(a.timeAt(i) == b.timeAt(i) && a.valueAt(i).sameElements(b.valueAt(i)), s"k$k pair $i"))
+      }
+    }
+  }
+
+  /** The fetch answers from `from` up to U are the model's. */
+  private def assertOracleAnswers(model: Oracle, s: State, from: Long, until: Long): Unit = {
+    assert(s.updateProgress <= until && s.updateProgress > from)
+    for (k <- 0 until keys; t <- from until s.updateProgress by 97) {
+      (model.latest(k, t), s.fetchLatest(key(k), t)) match {
+        case (Some((mt, mv)), FetchAnswer.Found(st, sv)) => assert(mt == st && mv == new String(sv), s"k$k at $t")
+        case (None, FetchAnswer.Found(st, _)) => fail(s"k$k at $t: found $st, the model has none")
+        case (Some(m), other) => fail(s"k$k at $t: the model has $m, the State answered $other")
+        case (None, _) => ()
+      }
+    }
+  }
+
+  private def kinds(t: SnapshotTable, p: Int): Seq[String] = t.links(p).reverse.map(l => if (l.isDelta) "D" else "F")
+
+  test("delta snapshots hold only the keys changed since the previous snapshot; a chain of them recovers the live State") {
+    val dir = new Path(Files.createTempDirectory("delta-snapshots-").toString)
+    val o = new Owner(dir, fullEvery = 8)
+    val model = new Oracle
+    val rnd = new Random(7)
+    (1L to 3L).foreach(e => epoch(o, model, rnd, e, n = 400))
+    epoch(o, model, rnd, 4L, n = 6) // what waits for U at the full snapshot is applied in the first delta's round
+    val full = o.snapshotter.round()
+    assert(full.written == 2 && full.deltas == 0 && full.entries == o.state.metrics.keys)
+    model.changedSinceRound.clear()
+    var e = 5L
+    (1 to 4).foreach { r =>
+      // A few keys per round (an overwrite of already-present keys mostly), the rest untouched.
+      (0 until 2).foreach { _ => epoch(o, model, rnd, e, n = 6); e += 1 }
+      val round = o.snapshotter.round()
+      val expected = (0 until spec.partitions).map(model.changedIn).sum
+      assert(round.written == 2 && round.deltas == 2, s"round $r: $round")
+      assert(round.entries == expected, s"round $r: the deltas hold ${round.entries} entries; $expected keys changed")
+      assert(expected > 0 && expected < 20 && round.bytes * 10 < full.bytes, s"round $r: $round vs the full $full")
+      model.changedSinceRound.clear()
+      (0 until spec.partitions).foreach(p => assert(kinds(o.snapshots, p) == "F" +: Seq.fill(r)("D")))
+      val (fresh, recovered) = recover(dir)
+      assert(recovered.dataFilesRead == 0, "nothing after the newest delta")
+      assertSameContents(o.state, fresh)
+      assertOracleAnswers(model, fresh, 0L, e * 1000L)
+      fresh.close()
+    }
+    // The changelog tail after the newest delta replays on top of the chain.
+    epoch(o, model, rnd, e, n = 50); epoch(o, model, rnd, e + 1, n = 50)
+    val (fresh, recovered) = recover(dir)
+    assert(recovered.dataFilesRead > 0 && recovered.chains.values.forall(_.links == 5))
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, (e + 2) * 1000L)
+    fresh.close()
+    o.close()
+  }
+
+  test("compaction between snapshots: a delta carries each trimmed key's whole history, recovery matches pair for pair") {
+    val dir = new Path(Files.createTempDirectory("delta-compaction-").toString)
+    val o = new Owner(dir, fullEvery = 8)
+    val model = new Oracle
+    val rnd = new Random(11)
+    o.state.registerReader("r") // F: compaction keeps the newest pair at or below min(F, U) and every pair above
+    (1L to 5L).foreach(e => epoch(o, model, rnd, e, n = 500))
+    epoch(o, model, rnd, 6L, n = 3)
+    o.snapshotter.round()
+    model.changedSinceRound.clear()
+    val pairsBefore = o.state.metrics.pairs
+    o.state.reportFetchProgress("r", 5500L)
+    val examined = o.state.compactionStep(10000)
+    assert(examined > 0 && o.state.metrics.pairs < pairsBefore, "compaction dropped pairs")
+    val round = o.snapshotter.round() // no commit since the full snapshot: nothing to store, the keys wait
+    assert(round.written == 0)
+    epoch(o, model, rnd, 7L, n = 3)
+    val delta = o.snapshotter.round()
+    assert(delta.deltas == 2 && delta.entries > model.changedSinceRound.size,
+      s"the delta holds the compacted keys too: $delta, ${model.changedSinceRound.size} keys updated")
+    val (fresh, _) = recover(dir)
+    assert(fresh.metrics.pairs == o.state.metrics.pairs)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 5500L, 8000L)
+    fresh.close()
+    o.close()
+  }
+
+  test("a full snapshot cuts the chain every fullEvery links; a restarted owner continues its restored chain") {
+    val dir = new Path(Files.createTempDirectory("delta-chains-").toString)
+    val model = new Oracle
+    val rnd = new Random(3)
+    var o = new Owner(dir, fullEvery = 3)
+    var e = 1L
+    // Every key in the first snapshot, then a few per round: the deltas stay smaller than their full snapshot.
+    (1 to 4).foreach { r =>
+      if (r == 1) { epoch(o, model, rnd, e, n = 2000); e += 1 } // applied by the next epoch's commit
+      epoch(o, model, rnd, e, n = 30); e += 1; o.snapshotter.round()
+    }
+    (0 until spec.partitions).foreach(p => assert(kinds(o.snapshots, p) == Seq("F", "D", "D", "F")))
+    // Restart: the new owner recovers F+D (after one more round) and its next snapshots extend that chain.
+    epoch(o, model, rnd, e, n = 30); e += 1; o.snapshotter.round()
+    o.close()
+    o = new Owner(dir, fullEvery = 3)
+    assert(o.recovered.chains.values.forall(c => c.links == 2))
+    assertSameContents(recover(dir)._1, o.state)
+    epoch(o, model, rnd, e, n = 30); e += 1
+    val round = o.snapshotter.round()
+    assert(round.deltas == 2, s"the restarted owner's first snapshots are deltas on the restored chain: $round")
+    epoch(o, model, rnd, e, n = 30); e += 1
+    assert(o.snapshotter.round().deltas == 0, "the chain had 3 links: a full snapshot")
+    (0 until spec.partitions).foreach(p => assert(kinds(o.snapshots, p) == Seq("F", "D", "D", "F", "D", "D", "F")))
+    epoch(o, model, rnd, e, n = 30); e += 1
+    val (fresh, _) = recover(dir)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, e * 1000L)
+    // An older restore point (the first chain's first delta, at U = 3000) still recovers, through the changelog after it.
+    val (older, _) = recover(dir, Some((t: SnapshotTable, p: Int) => t.chainAtOrBefore(p, 3000L)))
+    assert(older.metrics.keys == o.state.metrics.keys)
+    assertOracleAnswers(model, older, 0L, e * 1000L)
+    Seq(fresh, older).foreach(_.close())
+    o.close()
+  }
+
+  test("retention keeps the newest restore points with their chain, drops older chains, and recovery still matches") {
+    val dir = new Path(Files.createTempDirectory("delta-retention-").toString)
+    val o = new Owner(dir, fullEvery = 3, retained = 2, sparkForRetention = true)
+    val model = new Oracle
+    val rnd = new Random(5)
+    var e = 1L
+    val rounds = (1 to 7).map { r =>
+      if (r == 1) { epoch(o, model, rnd, e, n = 2000); e += 1 } // every key in the first full snapshot
+      epoch(o, model, rnd, e, n = 30); e += 1; o.snapshotter.round()
+    }
+    // Chains F D D | F D D | F: the newest two restore points are F(7) and D(6), whose chain starts at F(4).
+    assert(!rounds(3).snapshotsRemoved && rounds(4).snapshotsRemoved)
+    (0 until spec.partitions).foreach { p =>
+      assert(kinds(o.snapshots, p) == Seq("F", "D", "D", "F"), s"partition $p")
+    }
+    assert(rounds(6).changelogTrimmed)
+    epoch(o, model, rnd, e, n = 40); e += 1
+    val (fresh, _) = recover(dir)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, e * 1000L)
+    // The oldest kept snapshot (a full one) is a restore point too: the changelog after it is all there.
+    val (oldest, _) = recover(dir, Some((t: SnapshotTable, p: Int) => t.chainAtOrBefore(p, t.oldestProgress(p).get)))
+    assertSameContents(o.state, oldest)
+    Seq(fresh, oldest).foreach(_.close())
+    o.close()
+  }
+
+  test("a snapshots table from before base_id/parent_id takes full snapshots only and still recovers") {
+    val dir = new Path(Files.createTempDirectory("delta-legacy-").toString)
+    val o = new Owner(dir, fullEvery = 8, legacyTable = true)
+    assert(!o.snapshots.recordsChains)
+    val model = new Oracle
+    val rnd = new Random(9)
+    (1L to 3L).foreach { e => epoch(o, model, rnd, e, n = 100); assert(o.snapshotter.round().deltas == 0) }
+    epoch(o, model, rnd, 4L, n = 10)
+    val (fresh, _) = recover(dir)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, 5000L)
+    fresh.close()
+    o.close()
+  }
+}

@@ -3,7 +3,9 @@ printing one JSON line. `snapshot_recovery.py` runs the phases in order and coll
 
     python phases.py <phase> <work dir> <keys> [partitions] [driver memory]
 
-Phases: stage (input files), ss-load (bulk load, snapshot round, tail), ss-recover (State.get),
+Phases: stage (input files), ss-load (bulk load, snapshot round, tail), ss-recover (State.get, then
+two delta snapshot rounds: the first holds the tail's keys the recovery replayed, the second the keys
+of a 1% change loaded after it),
 rocks-load / rocks-tail / rocks-recover (the same input through a streaming `max_by` aggregation on
 Spark's RocksDB state store with changelog checkpointing).
 """
@@ -18,6 +20,8 @@ from pathlib import Path
 T0 = 1_700_000_000_000_000  # event time of the load (microseconds)
 T1 = T0 + 60_000_000  # event time of the tail (a minute later)
 TAIL_FRACTION = 10  # the tail updates keys/10 keys
+CHANGE_FRACTION = 100  # after recovery, keys/100 keys change before the delta snapshot round
+T2 = T1 + 60_000_000  # event time of that change
 
 
 def _session(app: str, work: Path, extra: dict):
@@ -40,6 +44,10 @@ def stage(spark, work: Path, keys: int) -> dict:
     tail = spark.range(n).select(((F.col("id") * 7919) % keys).alias("k"), (F.col("id") + 7).alias("v"),
                                  F.timestamp_micros(F.lit(T1) + F.col("id") % 1000).alias("ts"))
     tail.repartition(4).write.parquet(str(work / "input" / "tail"))
+    change = spark.range(keys // CHANGE_FRACTION).select(((F.col("id") * 104729) % keys).alias("k"),
+                                                         (F.col("id") + 11).alias("v"),
+                                                         F.timestamp_micros(F.lit(T2) + F.col("id") % 1000).alias("ts"))
+    change.repartition(4).write.parquet(str(work / "input" / "change"))
     spark.range(4).select(F.col("id").alias("k"), F.col("id").alias("v"),
                           F.timestamp_micros(F.lit(T1 + 10_000_000)).alias("ts")).coalesce(1) \
         .write.parquet(str(work / "input" / "probe"))
@@ -81,6 +89,18 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     # spot check against the input: the tail's value for a tail key, the load's for the others
     rows = {r["k"]: r["v"] for r in st.as_of().where("k < 20").collect()}
     out["sample"] = {str(k): v for k, v in sorted(rows.items())}
+    # Delta snapshots (spark.sharedstate.snapshot.fullEvery, default 8): the recovered owner tracks the
+    # keys its changelog replay changed, so its first round holds the tail's keys; then a 1% change.
+    t = time.perf_counter()
+    out["delta_after_tail"] = st.snapshot()
+    out["delta_after_tail_s"] = time.perf_counter() - t
+    df = spark.read.parquet(str(work / "input" / "change"))
+    (df.write.format("sharedstate").mode("append").option("state", "kv").option("key", "k")
+     .option("time", "ts").option("value", "v").save())
+    t = time.perf_counter()
+    out["delta_1pct"] = st.snapshot()
+    out["delta_1pct_s"] = time.perf_counter() - t
+    out["change_rows"] = keys // CHANGE_FRACTION
     return out
 
 

@@ -72,6 +72,14 @@ def write_report(out: Path) -> None:
         lines.append(f"| {k} | keys after recovery; sample correct | {r['ss_keys']:,}; {r['ss_correct']} | {rocks_keys} | |")
         lines.append(f"| {k} | bytes on disk | {sum(r['ss_bytes'].values()) / 1e6:.0f} MB "
                      f"({', '.join(f'{n} {b / 1e6:.0f}' for n, b in r['ss_bytes'].items())}) | {rocks_bytes} | |")
+        rec = size["ss_recover"]
+        for name, what in (("delta_after_tail", "delta snapshot round after recovery (the tail's K/10 keys)"),
+                           ("delta_1pct", "delta snapshot round after a 1% change (K/100 updates)")):
+            if name in rec:
+                d = rec[name]
+                lines.append(f"| {k} | {what} | {rec[name + '_s']:.1f} s; {d['deltas']} of {d['written']} deltas, "
+                             f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
+                             f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |")
         lines.append(f"| {k} | load average (1 min) at ss-load, ss-recover, rocks-load, rocks-recover | "
                      f"{', '.join(f'{x:.1f}' for x in r['load_avg'])} | | |")
     (out / "table.md").write_text("\n".join(lines) + "\n")

@@ -4,6 +4,7 @@ versions still read it), and a new application recovers from snapshot + changelo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -26,6 +27,17 @@ def add_files(directory, frames, first: int) -> None:
         os.utime(path, (base + i, base + i))
 
 
+@contextlib.contextmanager
+def full_snapshots(spark):
+    """Every snapshot full (spark.sharedstate.snapshot.fullEvery = 1) for States created inside: each
+    snapshot is a restore point on its own, so retention trims at every round."""
+    spark.conf.set("spark.sharedstate.snapshot.fullEvery", "1")
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.sharedstate.snapshot.fullEvery")
+
+
 def write_update_files(spark, state_name: str, workdir, lateness_us: int) -> None:
     """Runs the updates under workdir/updates through the sink, one file per batch, until all are in."""
     q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
@@ -42,8 +54,9 @@ def test_snapshots_trim_the_changelog_and_recovery_uses_them(spark, workdir, sta
     thirds = [batches[: len(batches) // 3], batches[len(batches) // 3: 2 * len(batches) // 3],
               batches[2 * len(batches) // 3:]]
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4,
-                            root=str(root))
+    with full_snapshots(spark):
+        state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4,
+                                root=str(root))
     add_files(workdir / "updates", thirds[0], first=0)
     q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
          .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
@@ -87,6 +100,49 @@ def test_snapshots_trim_the_changelog_and_recovery_uses_them(spark, workdir, sta
     u = pd.Timestamp(state.progress()["update"])
     accepted = accepted_updates(work)
     probes = [str(t) for t in (u - pd.Timedelta(seconds=s) for s in (1, 200, 500))]
+    there = read_in_new_application(root, state_name, probes, workdir / "recovered.json")
+    for t in probes:
+        assert there["as_of"][t] == oracle_as_of(accepted, pd.Timestamp(t)), t
+    assert pd.Timestamp(there["update"]) == u
+
+
+def test_delta_snapshots_hold_only_changed_keys_and_recover(spark, workdir, state_name):
+    """With the default fullEvery (8), the snapshots after the first hold only the keys changed since;
+    delta-rs reads the chain from the snapshots table, and a new application recovers from it."""
+    work = make_workload(seed=43, keys=40, changes_per_key=6, late_fraction=0.1)
+    batches = work.update_batches
+    root = workdir / "root"
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2,
+                            root=str(root))
+    add_files(workdir / "updates", batches[:-2], first=0)
+    write_update_files(spark, state_name, workdir, work.lateness_us)
+    first = state.snapshot()
+    assert first["written"] == 2 and first["deltas"] == 0
+    u1 = pd.Timestamp(state.progress()["update"])
+    add_files(workdir / "updates", batches[-2:], first=len(batches) - 2)
+    write_update_files(spark, state_name, workdir, work.lateness_us)
+    second = state.snapshot()
+    u2 = pd.Timestamp(state.progress()["update"])
+    # The keys changed between the snapshots: those with an accepted update in [U1, U2) (no reader: no compaction).
+    accepted = accepted_updates(work)
+    ts = accepted["ts"].map(lambda t: pd.Timestamp(t).tz_localize(None) if pd.Timestamp(t).tzinfo else pd.Timestamp(t))
+    u1n, u2n = (t.tz_localize(None) if t.tzinfo else t for t in (u1, u2))
+    changed = set(accepted[(ts >= u1n) & (ts < u2n)]["ad_id"])
+    assert second["written"] == 2 and second["deltas"] == 2
+    assert second["entries"] == len(changed) and 0 < len(changed) < first["entries"], (first, second, len(changed))
+    assert second["bytes"] < first["bytes"]
+
+    snaps = DeltaTable(str(root / state_name / "snapshots")).to_pandas()
+    per_id = snaps.groupby(["partition", "snapshot_id"]).first().reset_index()
+    fulls = per_id[per_id["base_id"].isna()]
+    deltas = per_id[per_id["base_id"].notna()]
+    assert len(fulls) == 2 and len(deltas) == 2
+    for _, d in deltas.iterrows():
+        base = fulls[fulls["partition"] == d["partition"]]["snapshot_id"].iloc[0]
+        assert d["base_id"] == base and d["parent_id"] == base and d["snapshot_id"] > base
+
+    u = u2
+    probes = [str(t) for t in (u - pd.Timedelta(seconds=s) for s in (1, 100, 300))]
     there = read_in_new_application(root, state_name, probes, workdir / "recovered.json")
     for t in probes:
         assert there["as_of"][t] == oracle_as_of(accepted, pd.Timestamp(t)), t

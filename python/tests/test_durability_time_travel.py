@@ -12,7 +12,7 @@ import sharedstate as ss
 from sharedstate.demos.adcamp_data import accepted_updates, make_workload
 
 from test_durability import oracle_as_of
-from test_durability_snapshots import add_files, write_update_files
+from test_durability_snapshots import add_files, full_snapshots, write_update_files
 
 
 def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
@@ -21,8 +21,9 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
     cut = [0, len(batches) // 3, 2 * len(batches) // 3, len(batches)]
     accepted = accepted_updates(work)
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2,
-                            root=str(root))
+    with full_snapshots(spark):  # each snapshot a restore point on its own: the second one trims
+        state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2,
+                                root=str(root))
     reader = (state.changes().writeStream.format("noop").option("checkpointLocation", str(workdir / "ck-changes"))
               .trigger(processingTime="200 milliseconds").start())  # a reader: its progress is F
 

@@ -90,11 +90,15 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
   /** U of the oldest restore point of `partition`, if any. */
   def oldestProgress(partition: Int): Option[Long] = links(partition).lastOption.map(_.updateProgress)
 
+  // The chain is found from the rows without their data; then only its links' data is kept.
   private def newest(partition: Int, progressOk: Long => Boolean): Seq[StoredSnapshot] = {
-    val rows = chunksOf(partition, withData = true)
-    val all = linksOf(rows)
+    val version = table.getLatestSnapshot(engine) // both reads at one table version
+    val all = linksOf(chunksOf(partition, withData = false, version))
     restorable(all).find(l => progressOk(l.updateProgress)).map { tip =>
-      chainOf(tip, all.map(l => l.id -> l).toMap).get.map { link =>
+      val chain = chainOf(tip, all.map(l => l.id -> l).toMap).get
+      val ids = chain.map(_.id).toSet
+      val rows = chunksOf(partition, withData = true, version, keepData = ids)
+      chain.map { link =>
         val mine = rows.filter(_.id == link.id).sortBy(_.chunk).distinctBy(_.chunk)
         val out = new java.io.ByteArrayOutputStream()
         mine.foreach(r => out.write(r.data))
@@ -130,9 +134,10 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
     walk(tip, Nil)
   }
 
-  private def chunksOf(partition: Int, withData: Boolean): Seq[ChunkRow] = {
+  // `keepData`: the snapshots whose data is kept (the others' rows come back without it).
+  private def chunksOf(partition: Int, withData: Boolean, snapshot: io.delta.kernel.Snapshot = table.getLatestSnapshot(engine),
+      keepData: Long => Boolean = _ => true): Seq[ChunkRow] = {
     val filter = new Predicate("=", new Column(Partition), Literal.ofInt(partition))
-    val snapshot = table.getLatestSnapshot(engine)
     // A table created before a nullable column existed lacks it: read without it (null).
     val present = snapshot.getSchema
     val columns = new StructType(physical.fields().asScala.filter { f =>
@@ -142,8 +147,9 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
     val readSchema = columns.add(new StructField(Partition, IntegerType.INTEGER, false))
     KernelTables.scan(engine, snapshot, Some(filter), columns, readSchema = Some(readSchema)) { row =>
       val r = new KernelTables.Named(row)
-      val data = if (withData) r.binary(Data) else null
-      (r.int(Partition), ChunkRow(r.long(SnapshotId), r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), data,
+      val id = r.long(SnapshotId)
+      val data = if (withData && keepData(id)) r.binary(Data) else null
+      (r.int(Partition), ChunkRow(id, r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), data,
         if (has(ChangelogVersion)) r.longOrNull(ChangelogVersion) else null,
         if (has(BaseId)) r.longOrNull(BaseId) else null,
         if (has(ParentId)) r.longOrNull(ParentId) else null))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +41,33 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
     assert all(f"| 1,000 | {m} |" in table for m in METHODS), table
     assert (out / "plot.png").stat().st_size > 0
     assert "run.py --quick" in (out / "command.txt").read_text()
+
+
+def _measure():
+    sys.path.insert(0, str(ROOT / "benchmarks/adcamp"))
+    import measure
+
+    return measure
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_processed_rate_is_the_offered_rate_for_a_method_that_keeps_up_in_batches(seed):
+    rng = np.random.default_rng(seed)
+    fed = np.repeat(np.arange(0, 9, 0.25), 250)  # 1,000 views/s in 0.25 s files over 9 s
+    interval = rng.uniform(0.5, 2.0)  # one micro-batch per interval, each file out in the next batch
+    phase = rng.uniform(0, interval)
+    visible = (np.floor((fed - phase) / interval) + 1) * interval + phase + rng.uniform(0.2, 3.0)
+    rate = _measure().processed_rate(fed, visible, 1000)
+    assert 0.93 * 1000 <= rate <= 1.07 * 1000, (interval, phase, rate)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_processed_rate_sees_a_method_that_falls_behind(seed):
+    rng = np.random.default_rng(seed)
+    fed = np.repeat(np.arange(0, 9, 0.25), 250)
+    capacity = 800  # views/s: a backlog that grows, out in batches of what is done by then
+    done_at = 1.0 + np.arange(len(fed)) / capacity
+    interval = rng.uniform(0.5, 2.0)
+    visible = np.ceil(done_at / interval) * interval
+    rate = _measure().processed_rate(fed, visible, 1000)
+    assert rate < 0.9 * 1000 and rate == pytest.approx(capacity, rel=0.07), (interval, rate)

@@ -189,6 +189,15 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert owner["renewed_ms"] > lease["created_ms"] + owner["lease_ms"], lease
     assert lease["now_ms"] - owner["renewed_ms"] <= owner["lease_ms"], lease
 
+    # The change stream across the kill: each final pair once (host feeds, a scan for the batch after the move).
+    changes = pd.read_parquet(tmp_path / "changes.parquet")
+    committed = accepted[accepted["ts"] < pd.Timestamp(final["update"])]
+    tcol = [c for c in changes.columns if c.endswith("_time")][0]
+    assert sorted(zip(changes["ad_id"], changes["campaign"], pd.to_datetime(changes[tcol], utc=True))) == \
+        sorted(zip(committed["ad_id"], committed["campaign"], pd.to_datetime(committed["ts"], utc=True)))
+    print("change plans:", final["change_plans"])
+    assert final["change_plans"]["host"] > 0
+
     # A new application on the same root and checkpoints (a driver restart): each executor rebuilds
     # its partitions from the tables; nothing is left to process, and the State answers as before.
     (tmp_path / "final.json").unlink()

@@ -113,6 +113,19 @@ def read_sink(table: Path) -> SinkRows:
                     df["visible"].to_numpy(np.float64))
 
 
+def processed_rate(fed: np.ndarray, visible: np.ndarray, offered: float) -> float | None:
+    """Views per second a method put out while they arrived at `offered` per second: `offered` over the
+    least-squares slope of each view's visible time against its arrival time. A method that keeps up
+    has slope 1 whatever its latency, however its micro-batches cut the output into steps (a step
+    function follows its line on average over every view, unlike a span between two percentiles,
+    which moves by a whole batch when one batch falls on the other side); one that falls behind
+    stretches its output out (slope > 1)."""
+    if len(fed) <= 10 or np.ptp(fed) <= 0:
+        return None
+    slope = float(np.polyfit(fed, visible, 1)[0])
+    return float(offered / max(slope, 1e-9))
+
+
 @dataclass
 class PointResult:
     method: str
@@ -178,15 +191,8 @@ def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at:
         q4 = latency[rel >= span * 0.75]
         if len(q2) and len(q4):
             growth = float(np.median(q4) - np.median(q2)) * 1000
-        # Output rate of the steady part's views: the middle 80 % of them over the time between their
-        # 10th and 90th percentile of becoming visible. A method that keeps up spreads them over ~0.8
-        # of the time they took to arrive, whatever its latency (percentiles, not the first and last
-        # view, so the spread of latencies does not count as slowness); one that falls behind
-        # stretches them out.
-        vis = rows.visible[take][rel >= span * 0.25]
-        if len(vis) > 10:
-            lo, hi = np.percentile(vis, [10, 90])
-            rate = float(0.8 * len(vis) / max(hi - lo, shape.slot_s))
+        steady_rows = rel >= span * 0.25
+        rate = processed_rate(rel[steady_rows], rows.visible[take][steady_rows], shape.event_rate)
 
     growth_limit_ms = 500 + (0.25 * p50 if p50 else 0)
     reasons = []

@@ -58,8 +58,13 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
               .option("checkpointLocation", str(workdir / "ck-events"))
               .trigger(processingTime="400 milliseconds").start())
 
+    # the change stream through the per-host feeds, across the kill (Parquet file sink: exactly-once)
+    changes = (state.changes().writeStream.format("parquet").option("path", str(workdir / "changes"))
+               .option("checkpointLocation", str(workdir / "ck-changes"))
+               .trigger(processingTime="400 milliseconds").start())
+
     def rows() -> int:
-        for q in (writer, reader):
+        for q in (writer, reader, changes):
             if q.exception() is not None:
                 raise RuntimeError(f"query {q.name or q.id} failed: {q.exception()}")
         try:
@@ -73,6 +78,11 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
     reader.processAllAvailable()
     writer.stop()
     reader.stop()
+    changes.processAllAvailable()
+    changes.stop()
+    spark.read.parquet(str(workdir / "changes")).toPandas().to_parquet(workdir / "changes.parquet")
+    feeds = spark.sparkContext._jvm.io.sharedstate.spark.HostChangeFeeds
+    change_plans = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")
     # A batch fetch of every key just below U compacts (keep_latest, lazily on access) what is below
     # min(F, U): as_of at older times must come from the Delta tables.
@@ -97,6 +107,7 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
         "updates_rejected": progress["updates_rejected"],
         "updates_applied": progress["updates_applied"],
         "described": describe(spark, name),
+        "change_plans": change_plans,
     }
     (workdir / "final.json").write_text(json.dumps(result))
     spark.stop()

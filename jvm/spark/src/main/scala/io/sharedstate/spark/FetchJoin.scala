@@ -45,7 +45,7 @@ object FetchJoin {
     val session = events.sparkSession
     val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
     val input = withGroups(events, spec, buckets)
-    val rows = (if (events.isStreaming) input.union(progressTicks(events, state, buckets)) else input)
+    val rows = (if (events.isStreaming) input.union(progressTicks(events, state, buckets, name)) else input)
       .groupBy(col(FetchJoinGroups.Bucket), col(FetchJoinGroups.Ring))
       .as(Encoders.row(FetchJoinGroups.keySchema), Encoders.row(input.schema))
       .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.NoTimeout())(
@@ -76,9 +76,10 @@ object FetchJoin {
   // Per U step, one row per bucket and ring slot it passed (read so by the progress stream itself),
   // with null event columns. The ticks' zero-delay watermark makes the batch watermark U, which
   // bounds the join's F.
-  private def progressTicks(events: DataFrame, state: String, buckets: Int): DataFrame = {
+  private def progressTicks(events: DataFrame, state: String, buckets: Int, join: String): DataFrame = {
     val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
-      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.Buckets, buckets.toLong).load()
+      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.Buckets, buckets.toLong)
+      .option(ReadOptions.FetchJoin, join).load()
       .withWatermark(ProgressTicks.Column, "0 seconds")
     ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
       ProgressTicks.groupedSchema.fieldNames.map(col): _*)

@@ -31,13 +31,13 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
       .flatMap(q => StateClient.of(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
       .getOrElse(EventTime.MinusInfinity)
-  // The U this micro-batch answers below, fixed per batch by its first task (see PlannedTicks), so
+  // The U this micro-batch answers below, fixed per batch by its first task (see BatchBounds), so
   // a re-run batch answers exactly the same events.
-  @transient private lazy val plannedU: Long =
+  @transient private lazy val batchBound: Long =
     if (!streaming) EventTime.PlusInfinity
     else Option(TaskContext.get()).flatMap { c =>
       for (q <- Option(c.getLocalProperty("sql.streaming.queryId")); b <- Option(c.getLocalProperty("streaming.sql.batchId")))
-        yield PlannedTicks.of(q, metricsName, b.toLong, spec.stateName, StateClient.of(spec.stateName).updateProgress)
+        yield BatchBounds.of(q, metricsName, b.toLong, spec.stateName, StateClient.of(spec.stateName).updateProgress)
     }.getOrElse(EventTime.PlusInfinity)
   private val width = spec.eventSchema.length
 
@@ -71,7 +71,7 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
         if (arrivedMs < 0 && t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
         else {
           val arrived = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
-          if (spec.mode.replyTime(t) < plannedU) asked += ((event, t, arrived))
+          if (spec.mode.replyTime(t) < batchBound) asked += ((event, t, arrived))
           else { still += event; stillArrived += arrived }
         }
       }

@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
 final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String,
-    buckets: Int = 0) {
+    buckets: Int = 0, fetchJoin: Option[String] = None) {
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -40,9 +40,11 @@ object ReadOptions {
   val StartingOffsets = "startingOffsets"
   /** Table `progress` only: each tick as (bucket, ring slot) rows for n buckets (what fetch joins read). */
   val Buckets = "buckets"
+  /** Set by a fetch join on its progress stream: the join's name, under which its batch bounds are kept. */
+  val FetchJoin = "fetchJoin"
   val Earliest = "earliest"
   val Latest = "latest"
-  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, Buckets)
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, Buckets, FetchJoin)
 
   /** Every option of a scan must be known: a typo is an error, not a silent default. */
   def checkKnown(options: CaseInsensitiveStringMap): Unit = {
@@ -57,8 +59,9 @@ object ReadOptions {
     val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
     if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
       s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
-    if (options.containsKey(Buckets) && table != ProgressTable) throw new SharedStateException(
-      s"Option '$Buckets' applies to table '$ProgressTable' only, not '$table'.")
+    Seq(Buckets, FetchJoin).filter(options.containsKey).foreach { o =>
+      if (table != ProgressTable) throw new SharedStateException(s"Option '$o' applies to table '$ProgressTable' only, not '$table'.")
+    }
     table match {
       case StateTable =>
         ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
@@ -71,7 +74,7 @@ object ReadOptions {
       case ProgressTable =>
         val buckets = Option(options.get(Buckets)).map(parseBuckets).getOrElse(0)
         ReadOptions(table, EventTime.PlusInfinity, if (buckets > 0) ProgressTicks.groupedSchema else ProgressTicks.schema,
-          starting, buckets)
+          starting, buckets, Option(options.get(FetchJoin)).map(_.trim).filter(_.nonEmpty))
       case other =>
         throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
           s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")

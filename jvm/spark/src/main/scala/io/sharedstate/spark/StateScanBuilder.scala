@@ -26,7 +26,10 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
     override def toBatch: Batch = { read.checkBatch(); this }
     override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
       read.checkStreaming()
-      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state, read.buckets)
+      if (read.table == ReadOptions.ProgressTable) {
+        read.fetchJoin.foreach(join => keepBounds(join, checkpointLocation))
+        new ProgressTickStream(state, read.buckets)
+      }
       else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
@@ -52,6 +55,14 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
       }
     }
     override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
+  }
+
+  // Spark plans the sources on the query's stream thread, which carries the query id.
+  private def keepBounds(join: String, checkpointLocation: String): Unit = {
+    val session = SparkSession.active
+    Option(session.sparkContext.getLocalProperty("sql.streaming.queryId")).foreach { query =>
+      BatchBounds.register(query, join, checkpointLocation, session.sessionState.newHadoopConf())
+    }
   }
 }
 

@@ -33,7 +33,7 @@ object ExecutorNode extends Logging {
           HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
         override def hostUnreachable(state: String, host: HostId): Unit =
           HostLink.call[Any](coordinator, HostUnreachable(state, host))
-        override def plannedTick(key: String, state: String): Long = HostLink.call[Long](coordinator, GetPlannedTick(key, state))
+        override def batchBound(key: String, state: String): Long = HostLink.call[Long](coordinator, GetBatchBound(key, state))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

@@ -18,8 +18,8 @@ object Messages {
    * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
    */
   final case class HostUnreachable(state: String, host: HostId)
-  /** The U a fetch join's current micro-batch was planned with (see PlannedTicks). */
-  final case class GetPlannedTick(key: String, state: String)
+  /** The U a fetch join's micro-batch answers below, recorded by its first task (see BatchBounds). */
+  final case class GetBatchBound(key: String, state: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   /**

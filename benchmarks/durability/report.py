@@ -77,7 +77,8 @@ def write_report(out: Path) -> None:
                            ("delta_1pct", "delta snapshot round after a 1% change (K/100 updates)")):
             if name in rec:
                 d = rec[name]
-                lines.append(f"| {k} | {what} | {rec[name + '_s']:.1f} s; {d['deltas']} of {d['written']} deltas, "
+                lines.append(f"| {k} | {what} | {rec[name + '_s']:.1f} s (snapshots {d.get('snapshot_ms', 0) / 1000:.1f} s, "
+                             f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); {d['deltas']} of {d['written']} deltas, "
                              f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
                              f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |")
         lines.append(f"| {k} | load average (1 min) at ss-load, ss-recover, rocks-load, rocks-recover | "

@@ -162,7 +162,8 @@ class State:
         """Snapshots every partition of a durable State now and applies the retention policy (the
         changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md.
         Returns what the round did: written, unchanged, deltas (written as delta snapshots), entries
-        and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed."""
+        and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed, snapshot_ms
+        (capture, encode, write) and retention_ms (the retention deletes)."""
         with translated():
             return json.loads(api(self._spark).snapshot(self.name))
 

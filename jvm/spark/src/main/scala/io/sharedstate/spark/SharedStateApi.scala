@@ -54,7 +54,8 @@ object SharedStateApi {
     val r = DurableStates.snapshot(name)
     json.writeValueAsString(Map[String, Any]("written" -> r.written, "unchanged" -> r.unchanged,
       "snapshots_removed" -> r.snapshotsRemoved, "changelog_trimmed" -> r.changelogTrimmed,
-      "deltas" -> r.deltas, "entries" -> r.entries, "bytes" -> r.bytes).asJava)
+      "deltas" -> r.deltas, "entries" -> r.entries, "bytes" -> r.bytes, "snapshot_ms" -> r.snapshotMs,
+      "retention_ms" -> r.retentionMs).asJava)
   }
 
   def list(): Array[String] = Coordinator.get.names.toArray

@@ -7,11 +7,12 @@ import org.apache.spark.sql.SparkSession
 
 /**
  * What one snapshot round did: `written` snapshots (`deltas` of them delta snapshots), `unchanged`
- * partitions skipped (no journal event since their newest snapshot), and `entries`/`bytes`: the
- * entries and encoded bytes the written snapshots hold.
+ * partitions skipped (no journal event since their newest snapshot), `entries`/`bytes`: the entries
+ * and encoded bytes the written snapshots hold; `snapshotMs`: capturing, encoding and writing them,
+ * `retentionMs`: the retention deletes after.
  */
 final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean, changelogTrimmed: Boolean,
-    deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L)
+    deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L)
 
 /**
  * Takes snapshots of a durable State, one partition at a time while updates keep flowing (each
@@ -37,9 +38,12 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
 
   // Per partition, the chain its change tracking is relative to (None: the next snapshot is full).
   private val chains: Array[Option[SnapshotChain]] = Array.tabulate(state.partitionCount)(restored.get)
+  // The bounds the last changelog trim used: while a chain grows they stay, and the delete is not repeated.
+  private var trimmedAt: Map[Int, Long] = Map.empty
 
   def round(): SnapshotRound = synchronized {
     state.checkHealthy()
+    val started = System.nanoTime()
     val deltasAllowed = fullEvery > 1 && state.tracksChanges && snapshots.recordsChains
     var written, deltas = 0
     var entries, bytes = 0L
@@ -59,8 +63,10 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
         bytes += e.bytes.length
       }
     }
+    val retaining = System.nanoTime()
     val (removed, trimmed) = retain()
-    SnapshotRound(written, state.partitionCount - written, removed, trimmed, deltas, entries, bytes)
+    SnapshotRound(written, state.partitionCount - written, removed, trimmed, deltas, entries, bytes,
+      (retaining - started) / 1000000L, (System.nanoTime() - retaining) / 1000000L)
   }
 
   // The oldest kept snapshot of every partition (the full one of its oldest kept restore point's
@@ -70,7 +76,7 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
       val links = snapshots.links(p)
       if (links.size >= retained) Some(p -> links(retained - 1).base) else None
     }.toMap
-    if (keepFrom.size < state.partitionCount) (false, false)
+    if (keepFrom.size < state.partitionCount || keepFrom == trimmedAt) (false, false)
     else {
       val removable = keepFrom.exists { case (p, id) => snapshots.hasOlderThan(p, id) }
       if (removable) {
@@ -88,6 +94,7 @@ final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaCh
         // Between commits: the State's own Kernel commits of new epochs never race this delete.
         state.betweenCommits(DeltaTable.forPath(spark, log.path).delete(perPartition.mkString(" OR ")))
       }
+      trimmedAt = keepFrom
       (removable, perPartition.nonEmpty)
     }
   }

@@ -246,7 +246,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     (0 until spec.partitions).foreach { p =>
       assert(kinds(o.snapshots, p) == Seq("F", "D", "D", "F"), s"partition $p")
     }
-    assert(rounds(6).changelogTrimmed)
+    // The changelog is trimmed up to F(4) once (round 5); while that chain is kept the delete is not repeated.
+    assert(rounds.map(_.changelogTrimmed) == Seq(false, true, false, false, true, false, false))
     epoch(o, model, rnd, e, n = 40); e += 1
     val (fresh, _) = recover(dir)
     assertSameContents(o.state, fresh)

@@ -2,11 +2,13 @@
 log did, and is restarted from its checkpoint) must answer exactly the events its first attempt
 answered, even though U has moved on since:
 an idempotent sink keeps the first attempt's rows, so anything the re-run answered in addition would
-be lost, and anything it left waiting again would be emitted twice."""
+be lost, and anything it left waiting again would be emitted twice. With a lateness, the re-run also
+counts the same rows late (none here: the lateness is wide), from the F recorded for the batch."""
 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 import sharedstate as ss
 from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
@@ -17,7 +19,8 @@ def _updates(times, keys, campaigns):
     return pd.DataFrame({"ad_id": keys, "campaign": campaigns, "ts": pd.to_datetime(times, unit="s", utc=True)})
 
 
-def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name):
+@pytest.mark.parametrize("lateness", [None, "100 seconds"])
+def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name, lateness):
     ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
     write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
     writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
@@ -43,11 +46,15 @@ def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, s
             crashed.append(batch_id)
             raise RuntimeError("simulated crash after the sink committed")
 
+    queries = []
+
     def start():
         stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
-        return (ss.fetch_join(stream, state_name, key="ad_id", time="ts").select("event_id", "campaign")
-                .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
-                .trigger(processingTime="200 milliseconds").start())
+        queries.append(ss.fetch_join(stream, state_name, key="ad_id", time="ts", lateness=lateness)
+                       .select("event_id", "campaign")
+                       .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
+                       .trigger(processingTime="200 milliseconds").start())
+        return queries[-1]
 
     first = start()
     wait_until(lambda: crashed and not first.isActive, 120, what="the first attempt to fail")

@@ -17,19 +17,20 @@ final class BatchBoundLog(dir: Path, conf: Configuration) {
   private val files = CheckpointFileManager.create(dir, conf)
   if (!files.exists(dir)) files.mkdirs(dir)
 
-  def get(batch: Long): Option[Long] = {
+  def get(batch: Long): Option[BatchBound] = {
     val file = new Path(dir, batch.toString)
     if (!files.exists(file)) None
-    else Some(Using.resource(files.open(file))(in => Source.fromInputStream(in, "UTF-8").mkString.trim.toLong))
+    else Some(BatchBound.decode(Using.resource(files.open(file))(in => Source.fromInputStream(in, "UTF-8").mkString)))
   }
 
-  /** Records `u` for the batch, or returns the bound an earlier attempt recorded. */
-  def getOrAdd(batch: Long, u: Long): Long = get(batch).getOrElse {
+  /** Records `bound` for the batch (computed only then), or returns what an earlier attempt recorded. */
+  def getOrAdd(batch: Long, bound: => BatchBound): BatchBound = get(batch).getOrElse {
+    val b = bound
     val out = files.createAtomic(new Path(dir, batch.toString), false)
-    try out.write(u.toString.getBytes(StandardCharsets.UTF_8))
+    try out.write(b.encode.getBytes(StandardCharsets.UTF_8))
     catch { case e: Throwable => out.cancel(); throw e }
     out.close()
-    u
+    b
   }
 
   /** Forgets one batch's bound (Spark re-runs only its last planned batch). */

@@ -1,20 +1,22 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.distributed.Cluster
+import io.sharedstate.core.EventTime
+import io.sharedstate.spark.distributed.{Cluster, Coordinator}
 import java.util.concurrent.ConcurrentHashMap
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 /**
- * The U below which a streaming fetch join's micro-batch answers events: the live U when the batch's
- * first task asks, recorded on the driver per (query, join, batch id) before any task uses it, in
- * memory and in the query's checkpoint ([[BatchBoundLog]]). Every task of the batch, and every re-run
- * of it (a retried stage, a query restarted from its checkpoint, also by a new driver after a crash),
- * gets the same U, so a re-run batch answers exactly what its first attempt did: with an idempotent
- * sink (which keeps the first attempt's output) nothing is lost or emitted twice.
+ * What a streaming fetch join's micro-batch decides with ([[BatchBound]]: the U it answers below and
+ * the F below which a new event is late), fixed on the driver when the batch's first task asks,
+ * before any task uses it, per (query, join, batch id), in memory and in the query's checkpoint
+ * ([[BatchBoundLog]]). Every task of the batch, and every re-run of it (a retried stage, a query
+ * restarted from its checkpoint, also by a new driver after a crash), gets the same bound, so a
+ * re-run batch answers exactly what its first attempt did and counts the same events late: with an
+ * idempotent sink (which keeps the first attempt's output) nothing is lost or emitted twice.
  */
 object BatchBounds {
-  private val bounds = new ConcurrentHashMap[String, java.lang.Long]()
+  private val bounds = new ConcurrentHashMap[String, BatchBound]()
   private val logs = new ConcurrentHashMap[String, BatchBoundLog]() // "query|join" -> its log
   // Batches of a join older than this many are forgotten (Spark re-runs only the last one). A stopped
   // query's entries stay: restarted from its checkpoint (same query id) it re-runs its last batch.
@@ -32,19 +34,29 @@ object BatchBounds {
     logs.put(s"$query|$join", log)
   }
 
-  /** On the driver: the recorded U of the batch, or `live` recorded as it. */
-  def onDriver(key: String, live: => Long): Long = {
-    val cut = key.lastIndexOf('|')
-    val batch = key.substring(cut + 1).toLong
-    val log = Option(logs.get(key.substring(0, cut)))
-    val u = bounds.computeIfAbsent(key, _ => java.lang.Long.valueOf(log.fold(live)(_.getOrAdd(batch, live)))).longValue
-    if (bounds.remove(key.substring(0, cut + 1) + (batch - Kept)) != null) log.foreach(_.forget(batch - Kept))
-    u
+  /**
+   * On the driver: the recorded bound of the batch, or the live one recorded as it. F is live only
+   * after the query's earlier batches are reported ([[FetchProgressListener.catchUp]]): then the
+   * State's F is the recorded one until this batch completes, so nothing a re-run reads was compacted.
+   */
+  def onDriver(key: String, state: String): BatchBound = {
+    // A query id is a UUID and a batch id a number: the join's name is what lies between them.
+    val (first, last) = (key.indexOf('|'), key.lastIndexOf('|'))
+    val (query, join, batch) = (key.substring(0, first), key.substring(first + 1, last), key.substring(last + 1).toLong)
+    val log = Option(logs.get(s"$query|$join"))
+    def live: BatchBound = {
+      FetchProgressListener.catchUp(query)
+      val s = Coordinator.get.state(state)
+      BatchBound(s.updateProgress, s.readerProgress(FetchProgressListener.readerId(query, join)).getOrElse(EventTime.MinusInfinity))
+    }
+    val bound = bounds.computeIfAbsent(key, _ => log.fold(live)(_.getOrAdd(batch, live)))
+    if (bounds.remove(BatchBounds.key(query, join, batch - Kept)) != null) log.foreach(_.forget(batch - Kept))
+    bound
   }
 
-  /** From a task anywhere: in local mode a map update, in a cluster one call to the coordinator. */
-  def of(query: String, join: String, batch: Long, state: String, live: => Long): Long = {
+  /** From a task anywhere: on the driver JVM a direct call, on an executor one call to the coordinator. */
+  def of(query: String, join: String, batch: Long, state: String): BatchBound = {
     val node = Cluster.node
-    if (node == null) onDriver(key(query, join, batch), live) else node.batchBound(key(query, join, batch), state)
+    if (node == null) onDriver(key(query, join, batch), state) else node.batchBound(key(query, join, batch), state)
   }
 }

@@ -25,20 +25,16 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
 
   @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
   @transient private lazy val cells = new FetchAnswerCells(spec)
-  // This join's own F, fixed during a micro-batch (the driver reports it between batches).
-  @transient private lazy val ownProgress: Long =
-    if (!streaming || !reportsProgress) EventTime.MinusInfinity
-    else Option(TaskContext.get()).flatMap(c => Option(c.getLocalProperty("sql.streaming.queryId")))
-      .flatMap(q => StateClient.of(spec.stateName).readerProgress(FetchProgressListener.readerId(q, metricsName)))
-      .getOrElse(EventTime.MinusInfinity)
-  // The U this micro-batch answers below, fixed per batch by its first task (see BatchBounds), so
-  // a re-run batch answers exactly the same events.
-  @transient private lazy val batchBound: Long =
-    if (!streaming) EventTime.PlusInfinity
+  // The U this micro-batch answers below and the join's own F, fixed per batch by its first task
+  // (see BatchBounds), so a re-run batch answers exactly the same events and counts the same ones late.
+  @transient private lazy val bound: BatchBound =
+    if (!streaming) BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity)
     else Option(TaskContext.get()).flatMap { c =>
       for (q <- Option(c.getLocalProperty("sql.streaming.queryId")); b <- Option(c.getLocalProperty("streaming.sql.batchId")))
-        yield BatchBounds.of(q, metricsName, b.toLong, spec.stateName, StateClient.of(spec.stateName).updateProgress)
-    }.getOrElse(EventTime.PlusInfinity)
+        yield BatchBounds.of(q, metricsName, b.toLong, spec.stateName)
+    }.getOrElse(BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity))
+  @transient private lazy val batchBound: Long = bound.u
+  @transient private lazy val ownProgress: Long = if (reportsProgress) bound.f else EventTime.MinusInfinity
   private val width = spec.eventSchema.length
 
   override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {

@@ -1,5 +1,7 @@
 package io.sharedstate.spark
 
+import io.sharedstate.core.StateSpec
+import io.sharedstate.spark.distributed.Coordinator
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -12,35 +14,43 @@ class BatchBoundLogSuite extends AnyFunSuite {
     val d = dir()
     val log = new BatchBoundLog(d, new Configuration())
     assert(log.get(3) === None)
-    assert(log.getOrAdd(3, 25L) === 25L)
-    assert(log.getOrAdd(3, 100L) === 25L, "a re-run records nothing new")
+    assert(log.getOrAdd(3, BatchBound(25L, -7L)) === BatchBound(25L, -7L))
+    assert(log.getOrAdd(3, fail("a recorded batch does not compute its bound again")) === BatchBound(25L, -7L))
     val restarted = new BatchBoundLog(d, new Configuration())
-    assert(restarted.get(3) === Some(25L))
-    assert(restarted.getOrAdd(3, 100L) === 25L)
-    assert(restarted.getOrAdd(4, 100L) === 100L)
+    assert(restarted.get(3) === Some(BatchBound(25L, -7L)))
+    assert(restarted.getOrAdd(3, BatchBound(100L, 50L)) === BatchBound(25L, -7L))
+    assert(restarted.getOrAdd(4, BatchBound(100L, Long.MinValue)) === BatchBound(100L, Long.MinValue))
     assert(restarted.latest === Some(4L))
   }
 
   test("forgetting old batches keeps the newer ones") {
     val log = new BatchBoundLog(dir(), new Configuration())
-    (0L until 12L).foreach(b => log.getOrAdd(b, b * 10))
+    (0L until 12L).foreach(b => log.getOrAdd(b, BatchBound(b * 10, b)))
     log.forgetBefore(4)
     log.forget(7)
     assert((0L until 12L).filter(b => log.get(b).isDefined) === Seq(4L, 5L, 6L, 8L, 9L, 10L, 11L))
-    assert(log.get(11) === Some(110L))
+    assert(log.get(11) === Some(BatchBound(110L, 11L)))
   }
 
-  test("BatchBounds keeps a registered join's bound in its log before answering") {
+  test("BatchBounds records a registered join's live U and F in its log before answering, once per batch") {
+    val name = "bounds_suite"
+    val coordinator = Coordinator.get
+    if (coordinator.names.contains(name)) coordinator.drop(name)
+    val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
+    val reader = FetchProgressListener.readerId("q-suite", "join-a")
+    state.registerReader(reader)
+    state.reportFetchProgress(reader, 30L)
     val d = dir()
     BatchBounds.register("q-suite", "join-a", d.getParent.toString, new Configuration())
-    var asked = 0
-    def live(u: Long): Long = { asked += 1; u }
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), live(40L)) === 40L)
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), live(90L)) === 40L)
-    assert(asked === 1, "U is read once per batch")
-    assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(40L))
-    // A batch recorded by an earlier driver: its bound comes from the log, not from live U.
-    new BatchBoundLog(d, new Configuration()).getOrAdd(10, 55L)
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), live(99L)) === 55L)
+    val first = BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name)
+    assert(first === BatchBound(state.updateProgress, 30L))
+    state.reportFetchProgress(reader, 60L)
+    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name) === first, "fixed for the batch")
+    assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first))
+    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L, "the next batch reads F again")
+    // A batch recorded by an earlier driver: its bound comes from the log, not from the live State.
+    new BatchBoundLog(d, new Configuration()).getOrAdd(11, BatchBound(55L, 5L))
+    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name) === BatchBound(55L, 5L))
+    coordinator.drop(name)
   }
 }

@@ -40,7 +40,7 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   /** `host` did not answer a request for `state`: the coordinator checks it (and rebuilds its partitions if it is lost). */
   def hostUnreachable(state: String, host: HostId): Unit = coordinator.hostUnreachable(state, host)
-  def batchBound(key: String, state: String): Long = coordinator.batchBound(key, state)
+  def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound = coordinator.batchBound(key, state)
 
 }
 
@@ -53,6 +53,6 @@ object ClusterNode {
     def readerProgress(state: String, reader: String): Option[Long]
     /** Returns once `host` answers again or its partitions of a durable State live elsewhere; fails for an in-memory State's lost partitions. */
     def hostUnreachable(state: String, host: HostId): Unit = ()
-    def batchBound(key: String, state: String): Long
+    def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound
   }
 }

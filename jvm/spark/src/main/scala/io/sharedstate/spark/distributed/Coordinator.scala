@@ -47,8 +47,8 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
       override def readerProgress(state: String, reader: String): Option[Long] =
         Coordinator.this.state(state).readerProgress(reader)
       override def hostUnreachable(state: String, host: HostId): Unit = checkHost(state, host)
-      override def batchBound(key: String, state: String): Long =
-        io.sharedstate.spark.BatchBounds.onDriver(key, Coordinator.this.state(state).updateProgress)
+      override def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound =
+        io.sharedstate.spark.BatchBounds.onDriver(key, state)
     })
     server.serve(Coordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
@@ -254,7 +254,7 @@ final class Coordinator private (val sc: SparkContext, distributed: Boolean) ext
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
     case GetReaderProgress(name, reader) => state(name).readerProgress(reader)
-    case GetBatchBound(key, name) => io.sharedstate.spark.BatchBounds.onDriver(key, state(name).updateProgress)
+    case GetBatchBound(key, name) => io.sharedstate.spark.BatchBounds.onDriver(key, name)
     case other => throw new SharedStateException(s"sharedstate coordinator: unknown message ${other.getClass.getName}.")
   }
 

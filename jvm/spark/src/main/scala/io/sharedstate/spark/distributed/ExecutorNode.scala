@@ -33,7 +33,8 @@ object ExecutorNode extends Logging {
           HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
         override def hostUnreachable(state: String, host: HostId): Unit =
           HostLink.call[Any](coordinator, HostUnreachable(state, host))
-        override def batchBound(key: String, state: String): Long = HostLink.call[Long](coordinator, GetBatchBound(key, state))
+        override def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound =
+          HostLink.call[io.sharedstate.spark.BatchBound](coordinator, GetBatchBound(key, state))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

@@ -58,7 +58,7 @@ class DurableClusterSuite extends AnyFunSuite {
         override def ensureReader(state: String, reader: String): Unit = ()
         override def readerProgress(state: String, reader: String): Option[Long] = None
         override def hostUnreachable(state: String, host: HostId): Unit = driver.recover(host)
-        override def batchBound(key: String, state: String): Long = Long.MaxValue
+        override def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound = io.sharedstate.spark.BatchBound(Long.MaxValue, Long.MinValue)
       })
       route.hosts.foreach(h => HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name, Nil))
       val keeper = new State(spec)

@@ -40,7 +40,7 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
       override def updateProgress(state: String): Long = EventTime.MinusInfinity
       override def ensureReader(state: String, reader: String): Unit = ()
       override def readerProgress(state: String, reader: String): Option[Long] = None
-      override def batchBound(key: String, state: String): Long = Long.MaxValue
+      override def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound = io.sharedstate.spark.BatchBound(Long.MaxValue, Long.MinValue)
     })
     route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, incarnation, route.partitionsOf(h).toArray)), h, name, Nil))
     val driver = new DriverState(new State(spec), Some((route, n)))

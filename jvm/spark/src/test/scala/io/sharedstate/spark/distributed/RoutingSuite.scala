@@ -34,7 +34,7 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
     override def updateProgress(state: String): Long = EventTime.MinusInfinity
     override def ensureReader(state: String, reader: String): Unit = ()
     override def readerProgress(state: String, reader: String): Option[Long] = None
-    override def batchBound(key: String, state: String): Long = Long.MaxValue
+    override def batchBound(key: String, state: String): io.sharedstate.spark.BatchBound = io.sharedstate.spark.BatchBound(Long.MaxValue, Long.MinValue)
   })
 
   // The key bytes are opaque to routing and storage, so plain UTF-8 stands in for binary rows here.

@@ -71,3 +71,24 @@ def test_processed_rate_sees_a_method_that_falls_behind(seed):
     visible = np.ceil(done_at / interval) * interval
     rate = _measure().processed_rate(fed, visible, 1000)
     assert rate < 0.9 * 1000 and rate == pytest.approx(capacity, rel=0.07), (interval, rate)
+
+
+def test_search_runs_a_failed_point_again_once_but_never_a_wrong_one():
+    sys.path.insert(0, str(ROOT / "benchmarks/adcamp"))
+    from harness import search
+    from measure import PointResult
+
+    calls: dict[int, int] = {}
+
+    def run(rate):  # 4,000/s stalls on its first attempt; 16,000/s is wrong; above 8,000/s is too fast
+        calls[rate] = calls.get(rate, 0) + 1
+        sustained = rate <= 8000 and not (rate == 4000 and calls[rate] == 1)
+        wrong = int(rate == 16000)
+        return PointResult("m", 1000, rate, 10, 10, 0, 0, wrong, wrong == 0, 1.0, 2.0, 3.0, 2.0, 0.0,
+                           float(rate), sustained and not wrong, "ok")
+
+    best, tried = search(run, 1000, 250, 64000, 0, True, retries=1)
+    assert best == 8000
+    assert calls == {1000: 1, 2000: 1, 4000: 2, 8000: 1, 16000: 1}, "the wrong point is not run again"
+    assert [(p.event_rate, p.attempt, p.discarded) for p in tried] == [
+        (1000, 1, False), (2000, 1, False), (4000, 2, False), (8000, 1, False), (16000, 1, False), (4000, 1, True)]

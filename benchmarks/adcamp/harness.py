@@ -112,15 +112,27 @@ def _nice(rate: float) -> int:
 
 
 def search(run, start: int, low: int, high: int, bisect_steps: int,
-           checked: bool = True) -> tuple[int | None, list[PointResult]]:
+           checked: bool = True, retries: int = 0) -> tuple[int | None, list[PointResult]]:
     """Highest sustained event rate: from `start`, double while sustained (or halve until sustained),
     then bisect (geometrically) between the best sustained and the lowest failed rate. With
-    `checked` false (the harness ceiling) a point need not match the oracle."""
+    `checked` false (the harness ceiling) a point need not match the oracle. A point that came out
+    right but not sustained runs again up to `retries` times (one 12 s sample can catch a one-off
+    stall, e.g. a GC or a Delta checkpoint, in any method); the attempts it replaces are returned too,
+    marked `discarded`."""
     tried: dict[int, PointResult] = {}
+    discarded: list[PointResult] = []
 
     def ok(rate: int) -> bool:
         if rate not in tried:
-            tried[rate] = run(rate)
+            result = run(rate)
+            for attempt in range(2, retries + 2):
+                if result.sustained or (checked and not result.correct):
+                    break
+                result.discarded = True
+                discarded.append(result)
+                result = run(rate)
+                result.attempt = attempt
+            tried[rate] = result
         return tried[rate].sustained and (tried[rate].correct or not checked)
 
     good, bad = (start, None) if ok(start) else (None, start)
@@ -142,4 +154,4 @@ def search(run, start: int, low: int, high: int, bisect_steps: int,
             good = mid
         else:
             bad = mid
-    return good, [tried[r] for r in sorted(tried)]
+    return good, [tried[r] for r in sorted(tried)] + discarded

@@ -146,6 +146,8 @@ class PointResult:
     sustained: bool
     verdict: str
     aborted: bool = False
+    attempt: int = 1  # the search's retry of a point that came out right but not sustained
+    discarded: bool = False  # an attempt a retry replaced
     feeder_behind_ms: float = 0.0
     load_avg_1m: float = 0.0
     wall_s: float = 0.0

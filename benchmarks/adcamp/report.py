@@ -92,7 +92,7 @@ def write_report(out: Path) -> None:
               "| updates/s | method | query | batches | triggerExecution | addBatch | other phases |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for p in data["points"]:
-        if p["event_rate"] != common or not p.get("progress"):
+        if p["event_rate"] != common or not p.get("progress") or p.get("discarded"):
             continue
         for query, prog in p["progress"].items():
             mean = prog["mean_ms"]

@@ -57,6 +57,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--min-rate", type=int, default=250)
     p.add_argument("--max-rate", type=int, default=2_048_000)
     p.add_argument("--bisect", type=int, default=1, help="bisection steps after doubling")
+    p.add_argument("--retries", type=int, default=1,
+                   help="runs again a point that came out right but not sustained, up to this many times")
     p.add_argument("--seconds", type=float, default=12, help="measured seconds of views per point")
     p.add_argument("--tail", type=float, default=6, help="seconds both streams go on after the measured views")
     p.add_argument("--lag-cap", type=float, default=20, help="abort a point when views this old are not out")
@@ -142,9 +144,10 @@ def main(argv: list[str]) -> int:
                     best, tried = None, [at(args.common_rate)]
                     best = args.common_rate if tried[0].sustained and (tried[0].correct or not cls.answers) else None
                 else:
-                    best, tried = search(at, args.common_rate, args.min_rate, args.max_rate, args.bisect, cls.answers)
+                    best, tried = search(at, args.common_rate, args.min_rate, args.max_rate, args.bisect, cls.answers,
+                                         args.retries)
                 points.extend(tried)
-                common = next(p for p in tried if p.event_rate == args.common_rate)
+                common = next(p for p in tried if p.event_rate == args.common_rate and not p.discarded)
                 summary.append({"method": cls.name, "update_rate": update_rate, "max_sustained_rate": best,
                                 "correct": all(p.correct for p in tried) if cls.answers else None,
                                 "wrong_rows": sum(p.wrong + p.duplicates for p in tried),

@@ -1,7 +1,5 @@
 package io.sharedstate.spark.durable
 
-import io.delta.kernel.defaults.engine.DefaultEngine
-import io.delta.kernel.types.{IntegerType, StructField}
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
@@ -56,17 +54,11 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
   /** A durable State owned as DurableStates owns one: recovered with change tracking, snapshotted by a Snapshotter. */
   private final class Owner(val dir: Path, fullEvery: Int, retained: Int = 100, legacyTable: Boolean = false,
       sparkForRetention: Boolean = false) {
-    val log: DeltaChangelog = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
-    if (legacyTable) { // as created before the base_id/parent_id columns existed
-      KernelTables.create(DefaultEngine.create(conf), new Path(dir, "snapshots").toString,
-        SnapshotTable.withoutChains.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)),
-        Seq(SnapshotTable.Partition))
-    }
-    val snapshots: SnapshotTable = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
-    val rejected: RejectedTable = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
+    // legacy: as created before the base_id/parent_id columns existed
+    private val tables = new OwnedTables(dir, conf, "delta-snapshot-suite", Option.when(legacyTable)(SnapshotTable.withoutChains))
+    val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
-    private val lease = new OwnerLease(new Path(dir, "owner"), conf, "app-1", "delta-snapshot-suite", 60000L)
-    assert(lease.acquire(0L).isEmpty)
+    private val lease = tables.lease
     val state = new State(spec)
     val recovered: Recovered = StateRecovery.replay(state, log, Some(snapshots), Some(rejected), trackChanges = true)
     val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)

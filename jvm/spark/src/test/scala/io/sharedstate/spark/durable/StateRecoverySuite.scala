@@ -1,8 +1,6 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
-import io.delta.kernel.defaults.engine.DefaultEngine
-import io.delta.kernel.types.{IntegerType, StructField}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -16,17 +14,11 @@ class StateRecoverySuite extends AnyFunSuite {
   /** A durable State under a temp root, written through its journal as the sink does (stage, commit with the files). */
   private final class Durable(legacySnapshotTable: Boolean = false) {
     val dir = new Path(Files.createTempDirectory("recovery-").toString)
-    val log: DeltaChangelog = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
-    if (legacySnapshotTable) { // as created before the changelog_version column existed
-      KernelTables.create(DefaultEngine.create(conf), new Path(dir, "snapshots").toString,
-        SnapshotTable.withoutChangelogVersion.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)),
-        Seq(SnapshotTable.Partition))
-    }
-    val snapshots: SnapshotTable = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
-    val rejected: RejectedTable = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
+    // legacy: as created before the changelog_version column existed
+    private val tables = new OwnedTables(dir, conf, "recovery-suite", Option.when(legacySnapshotTable)(SnapshotTable.withoutChangelogVersion))
+    val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
-    private val lease = new OwnerLease(new Path(dir, "owner"), conf, "app-1", "recovery-suite", 60000L)
-    assert(lease.acquire(0L).isEmpty)
+    private val lease = tables.lease
     val state = new State(spec)
     private val start = StateRecovery.replay(state, log, Some(snapshots), Some(rejected))
     val journal = new DeltaJournal(spec.name, log, target, rejected, start.nextSeq, start.version, lease)

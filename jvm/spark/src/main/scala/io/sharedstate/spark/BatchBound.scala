@@ -1,7 +1,7 @@
 package io.sharedstate.spark
 
 /**
- * What a fetch join's micro-batch decides with, fixed when its first task asks: `u`, the U below which
+ * What a fetch join's micro-batch decides with, fixed when the batch is planned: `u`, the U below which
  * it answers events, and `f`, the join's own fetch progress F below which a new event is late.
  */
 final case class BatchBound(u: Long, f: Long) {

@@ -2,20 +2,24 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.EventTime
 import io.sharedstate.spark.distributed.{Cluster, Coordinator}
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{ConcurrentHashMap, Executors}
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import scala.util.control.NonFatal
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 /**
  * What a streaming fetch join's micro-batch decides with ([[BatchBound]]: the U it answers below and
- * the F below which a new event is late), fixed on the driver when the batch's first task asks,
- * before any task uses it, per (query, join, batch id), in memory and in the query's checkpoint
+ * the F below which a new event is late), fixed on the driver when Spark plans the batch (or when
+ * its first task asks, if that comes first), before any task uses it, per (query, join, batch id),
+ * in memory and in the query's checkpoint
  * ([[BatchBoundLog]]). Every task of the batch, and every re-run of it (a retried stage, a query
  * restarted from its checkpoint, also by a new driver after a crash), gets the same bound, so a
  * re-run batch answers exactly what its first attempt did and counts the same events late: with an
  * idempotent sink (which keeps the first attempt's output) nothing is lost or emitted twice.
  */
-object BatchBounds {
+object BatchBounds extends Logging {
   private val bounds = new ConcurrentHashMap[String, BatchBound]()
   private val logs = new ConcurrentHashMap[String, BatchBoundLog]() // "query|join" -> its log
   // Batches of a join older than this many are forgotten (Spark re-runs only the last one). A stopped
@@ -52,6 +56,29 @@ object BatchBounds {
     val bound = bounds.computeIfAbsent(key, _ => log.fold(live)(_.getOrAdd(batch, live)))
     if (bounds.remove(BatchBounds.key(query, join, batch - Kept)) != null) log.foreach(_.forget(batch - Kept))
     bound
+  }
+
+  // Records bounds as soon as Spark plans a batch, beside the stream thread: the checkpoint write
+  // overlaps the batch's first stage instead of holding up its fetch tasks.
+  private lazy val preparer = Executors.newSingleThreadExecutor { r =>
+    val t = new Thread(r, "sharedstate-batch-bounds"); t.setDaemon(true); t
+  }
+
+  /**
+   * On the driver's stream thread, when Spark plans a micro-batch's progress stream (its local
+   * properties carry the query and batch id): starts recording the batch's bound for `join`. Tasks
+   * that ask before it is recorded wait for it (or record it themselves: the first record wins).
+   */
+  def prepare(join: String, state: String): Unit = {
+    val context = SparkSession.active.sparkContext
+    for (query <- Option(context.getLocalProperty("sql.streaming.queryId"));
+         batch <- Option(context.getLocalProperty("streaming.sql.batchId"))) {
+      val k = key(query, join, batch.toLong)
+      if (!bounds.containsKey(k)) preparer.execute { () =>
+        try onDriver(k, state)
+        catch { case NonFatal(e) => logWarning(s"Recording the fetch bound of $k failed; its first task will retry", e) }
+      }
+    }
   }
 
   /** From a task anywhere: on the driver JVM a direct call, on an executor one call to the coordinator. */

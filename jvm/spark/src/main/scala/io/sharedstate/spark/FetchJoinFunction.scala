@@ -25,7 +25,7 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
 
   @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
   @transient private lazy val cells = new FetchAnswerCells(spec)
-  // The U this micro-batch answers below and the join's own F, fixed per batch by its first task
+  // The U this micro-batch answers below and the join's own F, fixed per batch on the driver
   // (see BatchBounds), so a re-run batch answers exactly the same events and counts the same ones late.
   @transient private lazy val bound: BatchBound =
     if (!streaming) BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity)

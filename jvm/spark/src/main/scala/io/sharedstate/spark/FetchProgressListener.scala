@@ -71,8 +71,8 @@ object FetchProgressListener extends Logging {
 
   /**
    * Reports F of the query's joins with a lateness from every batch of the query that completed and is
-   * not reported yet, in batch order. The listener calls it after each batch (asynchronously); a batch's
-   * first task calls it (through [[BatchBounds]]) before its F is recorded, so the recorded F includes
+   * not reported yet, in batch order. The listener calls it after each batch (asynchronously); recording a
+   * batch's bound calls it (through [[BatchBounds]]) before its F is recorded, so the recorded F includes
    * every earlier batch and the State's F stays there until this batch completes.
    */
   def catchUp(queryId: String): Unit = Option(tracked.get(queryId)).foreach { t =>

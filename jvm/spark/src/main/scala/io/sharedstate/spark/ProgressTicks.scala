@@ -31,11 +31,13 @@ object ProgressTicks {
  */
 final case class ProgressTick(u: Option[Long], from: Long, buckets: Int) extends InputPartition
 
-final class ProgressTickStream(protected val state: DriverState, buckets: Int) extends UpdateProgressOffsets {
+final class ProgressTickStream(protected val state: DriverState, buckets: Int, fetchJoin: Option[String])
+    extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val (from, until) = range(start, end)
+    fetchJoin.foreach(BatchBounds.prepare(_, state.name))
     Array(ProgressTick(if (until > from) Some(math.min(until, ProgressTicks.Infinity)) else None, from, buckets))
   }
 

@@ -18,7 +18,7 @@ object Messages {
    * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
    */
   final case class HostUnreachable(state: String, host: HostId)
-  /** The U and F a fetch join's micro-batch decides with, recorded by its first task (see BatchBounds). */
+  /** The U and F a fetch join's micro-batch decides with, recorded when it is planned (see BatchBounds). */
   final case class GetBatchBound(key: String, state: String)
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----

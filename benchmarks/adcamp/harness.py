@@ -41,6 +41,7 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
     shutil.rmtree(work, ignore_errors=True)
     point = Point(spark, shape, work, work / "sink", settings.trigger, uid, settings.redis_port)
     method = method_cls(point)
+    point.create_sink()
     load = os.getloadavg()[0]
     began = time.time()
     feeder = Feeder(staged, point.live_updates, point.live_events)

@@ -10,6 +10,13 @@ from pyspark.sql.streaming import StreamingQuery
 
 from workload import EVENT_SCHEMA, UPDATE_SCHEMA, Shape
 
+# The columns every sink row has, in this order.
+SINK_COLUMNS = ["event_id", "ad_id", "ts", "clicked", "campaign", "campaign_time"]
+SINK_SCHEMA = EVENT_SCHEMA + ", campaign INT, campaign_time TIMESTAMP"
+# The sink table checkpoints its log this rarely: a Delta checkpoint is written by the committing
+# batch itself (1-3 s here), which would stall whichever method's batch hits it, not measure the join.
+SINK_CHECKPOINT_INTERVAL = 1000
+
 
 @dataclass
 class Point:
@@ -38,9 +45,25 @@ class Point:
     def events(self) -> DataFrame:
         return self.spark.readStream.schema(EVENT_SCHEMA).parquet(str(self.live_events))
 
+    def create_sink(self) -> None:
+        """The empty sink table, before any method starts (the harness calls it)."""
+        self.spark.sql(f"CREATE TABLE delta.`{self.sink}` ({SINK_SCHEMA}) USING delta "
+                       f"TBLPROPERTIES ('delta.checkpointInterval' = '{SINK_CHECKPOINT_INTERVAL}')")
 
-# The columns every sink row has, in this order.
-SINK_COLUMNS = ["event_id", "ad_id", "ts", "clicked", "campaign", "campaign_time"]
+    def append(self, batch: DataFrame) -> None:
+        """Every method's output goes into the sink this one way: a plain Delta append of the batch.
+
+        The same for all, so the sink costs every method the same. Not Delta's streaming sink: in
+        Delta 4.4 its idempotency check (txnVersion) rebuilds the table's state in a Spark job every
+        batch, which only the methods writing with it would pay (delta-io/delta#6929 removes it).
+        """
+        batch.select(*SINK_COLUMNS).write.format("delta").mode("append").save(str(self.sink))
+
+    def sink_stream(self, enriched: DataFrame, name: str, checkpoint: str) -> StreamingQuery:
+        """Starts a query that appends each micro-batch of `enriched` to the sink (see append)."""
+        return (enriched.writeStream.foreachBatch(lambda batch, _batch_id: self.append(batch)).queryName(name)
+                .outputMode("append").option("checkpointLocation", self.checkpoint(checkpoint))
+                .trigger(processingTime=self.trigger).start())
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Not a peer: the harness's own ceiling. Views are copied to the sink with no join at all.
 
-Same file source, trigger and Delta sink as every method, so its max sustained rate bounds what any
+Same file source, trigger and sink as every method, so its max sustained rate bounds what any
 method can reach in this harness on this machine; its output is not an answer (no campaign), so it
 is not checked against the oracle and never counts as the best peer.
 """
@@ -20,7 +20,4 @@ class CopyCeiling(Method):
         p = self.point
         copied = (p.events().withColumn("campaign", F.lit(None).cast("int"))
                   .withColumn("campaign_time", F.lit(None).cast("timestamp")).select(*SINK_COLUMNS))
-        self.queries.append(
-            copied.writeStream.format("delta").queryName(f"ceiling-{p.uid}").outputMode("append")
-            .option("checkpointLocation", p.checkpoint("ceiling")).trigger(processingTime=p.trigger)
-            .start(str(p.sink)))
+        self.queries.append(p.sink_stream(copied, f"ceiling-{p.uid}", "ceiling"))

@@ -56,7 +56,7 @@ class DeltaStaticJoin(Method):
             out = (v.join(recent, cond, "left").groupBy("event_id", "ad_id", "ts", "clicked")
                    .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
                    .select(*SINK_COLUMNS))
-            out.write.format("delta").mode("append").save(str(p.sink))
+            p.append(out)
             ready.unpersist()
 
         self.queries.append(

@@ -24,10 +24,7 @@ class PluginFetchJoin(Method):
         enriched = ss.fetch_join(p.events(), self.state, key="ad_id", time="ts", rule="latest",
                                  mode="committed", how="left")
         enriched = enriched.withColumnRenamed(self.state.time_column, "campaign_time").select(*SINK_COLUMNS)
-        self.queries.append(
-            enriched.writeStream.format("delta").queryName(f"ss-fetch-{p.uid}").outputMode("append")
-            .option("checkpointLocation", p.checkpoint("fetch")).trigger(processingTime=p.trigger)
-            .start(str(p.sink)))
+        self.queries.append(p.sink_stream(enriched, f"ss-fetch-{p.uid}", "fetch"))
 
     def cleanup(self) -> None:
         self.state.drop()

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import redis
 
-from methods.base import Method
+from methods.base import SINK_SCHEMA, Method
 from methods.pending import PendingViews, views_with_heartbeat
 from workload import SECOND
 
@@ -78,8 +78,6 @@ class RedisLookup(Method):
         client.flushall()
         self.client = client
         pending = PendingViews()
-        sink = str(p.sink)
-        out_schema = "event_id BIGINT, ad_id BIGINT, ts TIMESTAMP, clicked BOOLEAN, campaign INT, campaign_time TIMESTAMP"
 
         def write_updates(batch, _batch_id):
             stats = batch.mapInPandas(_zadd_partitions(port), "n BIGINT, newest BIGINT").collect()
@@ -94,7 +92,7 @@ class RedisLookup(Method):
             raw = client.get(PROGRESS_KEY)
             ready = pending.split(batch, None if raw is None else int(raw))
             if ready is not None:
-                ready.mapInPandas(_lookup_partitions(port), out_schema).write.format("delta").mode("append").save(sink)
+                p.append(ready.mapInPandas(_lookup_partitions(port), SINK_SCHEMA))
 
         self.queries.append(
             p.updates().writeStream.foreachBatch(write_updates).queryName(f"redis-updates-{p.uid}")

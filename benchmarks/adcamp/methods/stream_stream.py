@@ -29,7 +29,4 @@ class StreamStreamJoin(Method):
         latest = (joined.groupBy("event_id", "ad_id", "ts", "clicked")
                   .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
                   .select(*SINK_COLUMNS))
-        self.queries.append(
-            latest.writeStream.format("delta").queryName(f"ssjoin-{p.uid}").outputMode("append")
-            .option("checkpointLocation", p.checkpoint("join")).trigger(processingTime=p.trigger)
-            .start(str(p.sink)))
+        self.queries.append(p.sink_stream(latest, f"ssjoin-{p.uid}", "join"))

@@ -72,14 +72,21 @@ object BatchBounds extends Logging {
   def prepare(join: String, state: String): Unit = {
     val context = SparkSession.active.sparkContext
     for (query <- Option(context.getLocalProperty("sql.streaming.queryId"));
-         batch <- Option(context.getLocalProperty("streaming.sql.batchId"))) {
-      val k = key(query, join, batch.toLong)
-      if (!bounds.containsKey(k)) preparer.execute { () =>
-        try onDriver(k, state)
-        catch { case NonFatal(e) => logWarning(s"Recording the fetch bound of $k failed; its first task will retry", e) }
-      }
+         batch <- Option(context.getLocalProperty("streaming.sql.batchId")))
+      prepare(query, join, batch.toLong, state)
+  }
+
+  /** Starts recording the bound of (query, join, batch) on the driver, unless it is known already. */
+  def prepare(query: String, join: String, batch: Long, state: String): Unit = {
+    val k = key(query, join, batch)
+    if (!bounds.containsKey(k)) preparer.execute { () =>
+      try onDriver(k, state)
+      catch { case NonFatal(e) => logWarning(s"Recording the fetch bound of $k failed; its first task will retry", e) }
     }
   }
+
+  /** For tests: returns once every bound prepared so far is recorded (or failed). */
+  private[spark] def awaitPrepared(): Unit = preparer.submit(new Runnable { override def run(): Unit = () }).get()
 
   /** From a task anywhere: on the driver JVM a direct call, on an executor one call to the coordinator. */
   def of(query: String, join: String, batch: Long, state: String): BatchBound = {

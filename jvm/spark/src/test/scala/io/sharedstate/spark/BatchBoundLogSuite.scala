@@ -53,4 +53,26 @@ class BatchBoundLogSuite extends AnyFunSuite {
     assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name) === BatchBound(55L, 5L))
     coordinator.drop(name)
   }
+
+  test("a batch's bound is recorded when Spark plans the batch, before any task asks") {
+    val name = "bounds_plan_suite"
+    val coordinator = Coordinator.get
+    if (coordinator.names.contains(name)) coordinator.drop(name)
+    val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
+    val reader = FetchProgressListener.readerId("q-plan", "join-p")
+    state.registerReader(reader)
+    state.reportFetchProgress(reader, 30L)
+    val d = dir()
+    BatchBounds.register("q-plan", "join-p", d.getParent.toString, new Configuration())
+    BatchBounds.prepare("q-plan", "join-p", 4, name)
+    BatchBounds.awaitPrepared()
+    val planned = BatchBound(state.updateProgress, 30L)
+    assert(new BatchBoundLog(d, new Configuration()).get(4) === Some(planned), "in the checkpoint before any task")
+    state.reportFetchProgress(reader, 60L)
+    assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned, "a task gets the bound of the planned batch")
+    BatchBounds.prepare("q-plan", "join-p", 4, name) // planned again (Spark may plan a batch twice): no new record
+    BatchBounds.awaitPrepared()
+    assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned)
+    coordinator.drop(name)
+  }
 }

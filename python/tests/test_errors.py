@@ -167,4 +167,4 @@ def test_progress_table_options(spark, state_name):
     with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'state'"):
         read(fetchJoin="j")
     grouped = read(table="progress", buckets="3")
-    assert grouped.columns == ["__sharedstate_u", "__sharedstate_u_from", "__sharedstate_bucket", "__sharedstate_ring"]
+    assert grouped.columns == ["__sharedstate_u", "__sharedstate_u_from", "__sharedstate_group"]

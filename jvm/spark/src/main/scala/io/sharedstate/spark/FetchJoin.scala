@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
  *   FetchJoin(events, "clicks", Seq("user"), "ts", rule = "sum", window = "1 hour") // sum over [ts - 1 hour, ts]
  * }}}
  * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]) and groups
- * rows by (bucket, reply-time slot) ([[FetchJoinGroups]]): waiting events sit in the operator's
+ * rows by (bucket, reply-time slot) in one int ([[FetchJoinGroups]]): waiting events sit in the operator's
  * checkpointed state, and each U step's tick rows visit the slots it passed, so waiting events are
  * answered in the micro-batch whose tick passes them, and no micro-batch runs unless events arrive or
  * U moves. With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
@@ -46,7 +46,7 @@ object FetchJoin {
     val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
     val input = withGroups(events, spec, buckets)
     val rows = (if (events.isStreaming) input.union(progressTicks(events, state, buckets, name)) else input)
-      .groupBy(col(FetchJoinGroups.Bucket), col(FetchJoinGroups.Ring))
+      .groupBy(col(FetchJoinGroups.Group))
       .as(Encoders.row(FetchJoinGroups.keySchema), Encoders.row(input.schema))
       .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.NoTimeout())(
         new FetchJoinFunction(spec, events.isStreaming, name, latenessMicros >= 0))(
@@ -70,7 +70,7 @@ object FetchJoin {
     val (bucket, ring) = FetchJoinGroups.groupOf(spec.eventSchema, spec.keyOrdinals.toSeq, spec.timeOrdinal, spec.mode, buckets)
     events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
       lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn),
-      bucket.as(FetchJoinGroups.Bucket), ring.as(FetchJoinGroups.Ring)): _*)
+      FetchJoinGroups.groupColumn(bucket, ring, buckets).as(FetchJoinGroups.Group)): _*)
   }
 
   // Per U step, one row per bucket and ring slot it passed (read so by the progress stream itself),

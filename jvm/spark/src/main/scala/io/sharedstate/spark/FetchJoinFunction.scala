@@ -38,8 +38,9 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
   private val width = spec.eventSchema.length
 
   override def apply(group: Row, rows: Iterator[Row], groupState: GroupState[Row]): Iterator[Row] = {
-    // Rows are the event columns then (tick U, previous U, bucket, ring): a null U marks an event.
-    val events = rows.filter(_.isNullAt(width)).map(r => Row.fromSeq(r.toSeq.take(width)))
+    // Rows are the event columns then (tick U, previous U, group): a null U marks an event. Only the
+    // event columns of a row are read (and copied, into an answer or into the waiting state).
+    val events = rows.filter(_.isNullAt(width))
     if (streaming && !groupState.exists && !events.hasNext) return Iterator.empty // only ticks, nothing waits here
     val waiting: Iterator[(Row, Long)] =
       if (groupState.exists) groupState.get.getSeq[Row](0).iterator.zip(groupState.get.getSeq[Long](1).iterator)
@@ -61,14 +62,14 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     chunk.foreach { case (event, arrivedMs) =>
       val time = event.get(spec.timeOrdinal)
       if (time == null) { // nothing to fetch at no time: no match
-        if (!spec.inner) out += FetchJoinRows.answered(event, cells.nulls, 0L, EventTime.MinusInfinity)
+        if (!spec.inner) out += FetchJoinRows.answered(event, width, cells.nulls, 0L, EventTime.MinusInfinity)
       } else {
         val t = EventTimes.micros(time)
-        if (arrivedMs < 0 && t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, cells.width, t)
+        if (arrivedMs < 0 && t - spec.rule.windowMicros < ownProgress) out += FetchJoinRows.late(event, width, cells.width, t)
         else {
           val arrived = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
           if (spec.mode.replyTime(t) < batchBound) asked += ((event, t, arrived))
-          else { still += event; stillArrived += arrived }
+          else { still += FetchJoinRows.prefix(event, width); stillArrived += arrived }
         }
       }
     }
@@ -82,10 +83,10 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
         val (event, t, arrivedMs) = asked(i)
         answers(i) match {
           case FetchAnswer.NotYet =>
-            still += event; stillArrived += arrivedMs; notYet += 1
+            still += FetchJoinRows.prefix(event, width); stillArrived += arrivedMs; notYet += 1
           case answer =>
             val c = cells(answer, event.get(spec.timeOrdinal))
-            if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, c.values, now - arrivedMs, t)
+            if (c.matched || !spec.inner) out += FetchJoinRows.answered(event, width, c.values, now - arrivedMs, t)
         }
         i += 1
       }
@@ -106,7 +107,7 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
     } else {
       groupState.update(Row(still.toSeq, stillArrived.toSeq))
       val times = still.iterator.map(e => EventTimes.micros(e.get(spec.timeOrdinal))).toSeq
-      Iterator.single(FetchJoinRows.waiting(still.head, cells.width, still.size, times.min, times.max))
+      Iterator.single(FetchJoinRows.waiting(still.head, width, cells.width, still.size, times.min, times.max))
     }
 
   private def keyOf(event: Row): Key =

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
+import org.apache.spark.sql.catalyst.expressions.GenericRow
 import org.apache.spark.sql.functions.{avg, coalesce, col, count, lit, max, min, sum, when}
 import org.apache.spark.sql.types.{IntegerType, LongType, StructField, StructType}
 
@@ -25,15 +26,36 @@ object FetchJoinRows {
     StructField(Waiting, LongType, nullable = false), StructField(MinTime, LongType, nullable = false),
     StructField(MaxTime, LongType, nullable = false)))
 
-  def answered(event: Row, cells: Seq[Any], waitedMs: Long, time: Long): Row =
-    Row.fromSeq(event.toSeq ++ cells ++ Seq[Any](Answered, waitedMs, 0L, time, time))
+  /** An answered event: its first `eventWidth` columns, then the rule's cells. */
+  def answered(event: Row, eventWidth: Int, cells: Seq[Any], waitedMs: Long, time: Long): Row =
+    row(event, eventWidth, cells, cells.length, Answered, waitedMs, 0L, time, time)
 
-  def late(event: Row, width: Int, time: Long): Row =
-    Row.fromSeq(event.toSeq ++ Seq.fill(width)(null) ++ Seq[Any](Late, 0L, 0L, time, time))
+  def late(event: Row, eventWidth: Int, width: Int, time: Long): Row =
+    row(event, eventWidth, Nil, width, Late, 0L, 0L, time, time)
 
   /** Stands for a key's waiting events: it carries one of them so non-null event columns stay valid. */
-  def waiting(sample: Row, width: Int, count: Int, minTime: Long, maxTime: Long): Row =
-    Row.fromSeq(sample.toSeq ++ Seq.fill(width)(null) ++ Seq[Any](WaitingKey, 0L, count.toLong, minTime, maxTime))
+  def waiting(sample: Row, eventWidth: Int, width: Int, count: Int, minTime: Long, maxTime: Long): Row =
+    row(sample, eventWidth, Nil, width, WaitingKey, 0L, count.toLong, minTime, maxTime)
+
+  /** The first `n` columns of `event` as a row of their own. */
+  def prefix(event: Row, n: Int): Row =
+    if (event.length == n) event else { val a = new Array[Any](n); copy(event, n, a); new GenericRow(a) }
+
+  // One array per output row (this runs once per event): event columns, cells (nulls past their end), bookkeeping.
+  private def row(event: Row, eventWidth: Int, cells: Seq[Any], width: Int, kind: Int, waitedMs: Long, waiting: Long,
+      minTime: Long, maxTime: Long): Row = {
+    val a = new Array[Any](eventWidth + width + 5)
+    copy(event, eventWidth, a)
+    cells.copyToArray(a, eventWidth)
+    val b = eventWidth + width
+    a(b) = kind; a(b + 1) = waitedMs; a(b + 2) = waiting; a(b + 3) = minTime; a(b + 4) = maxTime
+    new GenericRow(a)
+  }
+
+  private def copy(event: Row, n: Int, to: Array[Any]): Unit = {
+    var i = 0
+    while (i < n) { to(i) = event.get(i); i += 1 }
+  }
 
   /** `sharedstate_fetch:<state>:<window µs>:<lateness µs or -1>:<n>`: what the driver needs for F. */
   def metricsName(state: String, windowMicros: Long, latenessMicros: Long, n: Int): String =

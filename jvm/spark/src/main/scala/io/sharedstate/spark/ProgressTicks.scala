@@ -19,7 +19,7 @@ object ProgressTicks {
   val FromColumn = "__sharedstate_u_from"
   val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false),
     StructField(FromColumn, LongType, nullable = false)))
-  /** With option `buckets` = n: each tick as one row per bucket in [0, n) and ring slot the step passed. */
+  /** With option `buckets` = n: each tick as one row per bucket in [0, n) and ring slot the step passed (its group). */
   val groupedSchema: StructType = StructType(schema.fields ++ FetchJoinGroups.keySchema.fields)
   /** U = +infinity (every writer finished) as a timestamp: 9999-12-31 23:59:59.999999 UTC. */
   val Infinity: Long = 253402300799999999L
@@ -55,7 +55,7 @@ object ProgressTickReaderFactory extends PartitionReaderFactory {
       case None => Iterator.empty
       case Some(u) if tick.buckets <= 0 => Iterator.single(InternalRow(u, tick.from))
       case Some(u) => FetchJoinGroups.ringsPassed(tick.from, u)
-        .flatMap(ring => Iterator.range(0, tick.buckets).map(b => InternalRow(u, tick.from, b, ring)))
+        .flatMap(ring => Iterator.range(0, tick.buckets).map(b => InternalRow(u, tick.from, FetchJoinGroups.group(b, ring, tick.buckets))))
     }
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _

@@ -38,11 +38,13 @@ class FetchJoinGroupColumnsSuite extends AnyFunSuite with BeforeAndAfterAll {
         Row("nulltime", -1L, null)
       val df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), schema)
       val (bucket, ring) = FetchJoinGroups.groupOf(schema, Seq(0), 2, mode, 32)
-      val got = df.select(df("n"), df("ts"), bucket.as("b"), ring.as("r")).collect()
+      val got = df.select(df("n"), df("ts"), bucket.as("b"), ring.as("r"),
+        FetchJoinGroups.groupColumn(bucket, ring, 32).as("g")).collect()
       assert(got.length == rows.length)
       got.foreach { r =>
         val b = r.getInt(2)
         assert(b >= 0 && b < 32)
+        assert(r.getInt(4) == FetchJoinGroups.group(b, r.getInt(3), 32), "the group column is the group of (bucket, ring)")
         if (r.isNullAt(1)) assert(r.getInt(3) == FetchJoinGroups.NoTime)
         else {
           val t = DateTimeUtils.fromJavaTimestamp(r.getAs[Timestamp](1))

@@ -43,4 +43,13 @@ class FetchJoinGroupsSuite extends AnyFunSuite {
     }
     assert(ring(-1L) == RingSlots - 1)
   }
+
+  test("(bucket, ring slot) pairs have distinct groups, also with no time") {
+    for (buckets <- Seq(1, 7, 1024)) {
+      val pairs = for (b <- 0 until buckets; r <- NoTime +: (0 until RingSlots)) yield (b, r)
+      val groups = pairs.map { case (b, r) => group(b, r, buckets) }
+      assert(groups.distinct.size == pairs.size)
+      assert(pairs.zip(groups).forall { case ((_, r), g) => (r == NoTime) == (g < 0) })
+    }
+  }
 }

@@ -1,7 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.StateSpec
-import io.sharedstate.spark.distributed.Coordinator
+import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -32,47 +32,46 @@ class BatchBoundLogSuite extends AnyFunSuite {
     assert(log.get(11) === Some(BatchBound(110L, 11L)))
   }
 
-  test("BatchBounds records a registered join's live U and F in its log before answering, once per batch") {
-    val name = "bounds_suite"
+  // A fresh State with the reader of (query, join) at F = 30 and the join's bound log registered.
+  private def withJoin(name: String, query: String, join: String)(body: (DriverState, String, Path) => Unit): Unit = {
     val coordinator = Coordinator.get
     if (coordinator.names.contains(name)) coordinator.drop(name)
     val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
-    val reader = FetchProgressListener.readerId("q-suite", "join-a")
+    val reader = FetchProgressListener.readerId(query, join)
     state.registerReader(reader)
     state.reportFetchProgress(reader, 30L)
     val d = dir()
-    BatchBounds.register("q-suite", "join-a", d.getParent.toString, new Configuration())
-    val first = BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name)
-    assert(first === BatchBound(state.updateProgress, 30L))
-    state.reportFetchProgress(reader, 60L)
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name) === first, "fixed for the batch")
-    assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first))
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L, "the next batch reads F again")
-    // A batch recorded by an earlier driver: its bound comes from the log, not from the live State.
-    new BatchBoundLog(d, new Configuration()).getOrAdd(11, BatchBound(55L, 5L))
-    assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name) === BatchBound(55L, 5L))
-    coordinator.drop(name)
+    BatchBounds.register(query, join, d.getParent.toString, new Configuration())
+    try body(state, reader, d) finally coordinator.drop(name)
+  }
+
+  test("BatchBounds records a registered join's live U and F in its log before answering, once per batch") {
+    val name = "bounds_suite"
+    withJoin(name, "q-suite", "join-a") { (state, reader, d) =>
+      val first = BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name)
+      assert(first === BatchBound(state.updateProgress, 30L))
+      state.reportFetchProgress(reader, 60L)
+      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name) === first, "fixed for the batch")
+      assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first))
+      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L, "the next batch reads F again")
+      // A batch recorded by an earlier driver: its bound comes from the log, not from the live State.
+      new BatchBoundLog(d, new Configuration()).getOrAdd(11, BatchBound(55L, 5L))
+      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name) === BatchBound(55L, 5L))
+    }
   }
 
   test("a batch's bound is recorded when Spark plans the batch, before any task asks") {
     val name = "bounds_plan_suite"
-    val coordinator = Coordinator.get
-    if (coordinator.names.contains(name)) coordinator.drop(name)
-    val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
-    val reader = FetchProgressListener.readerId("q-plan", "join-p")
-    state.registerReader(reader)
-    state.reportFetchProgress(reader, 30L)
-    val d = dir()
-    BatchBounds.register("q-plan", "join-p", d.getParent.toString, new Configuration())
-    BatchBounds.prepare("q-plan", "join-p", 4, name)
-    BatchBounds.awaitPrepared()
-    val planned = BatchBound(state.updateProgress, 30L)
-    assert(new BatchBoundLog(d, new Configuration()).get(4) === Some(planned), "in the checkpoint before any task")
-    state.reportFetchProgress(reader, 60L)
-    assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned, "a task gets the bound of the planned batch")
-    BatchBounds.prepare("q-plan", "join-p", 4, name) // planned again (Spark may plan a batch twice): no new record
-    BatchBounds.awaitPrepared()
-    assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned)
-    coordinator.drop(name)
+    withJoin(name, "q-plan", "join-p") { (state, reader, d) =>
+      BatchBounds.prepare("q-plan", "join-p", 4, name)
+      BatchBounds.awaitPrepared()
+      val planned = BatchBound(state.updateProgress, 30L)
+      assert(new BatchBoundLog(d, new Configuration()).get(4) === Some(planned), "in the checkpoint before any task")
+      state.reportFetchProgress(reader, 60L)
+      assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned, "a task gets the bound of the planned batch")
+      BatchBounds.prepare("q-plan", "join-p", 4, name) // planned again (Spark may plan a batch twice): no new record
+      BatchBounds.awaitPrepared()
+      assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned)
+    }
   }
 }

@@ -3,11 +3,11 @@ package io.sharedstate.spark
 import io.sharedstate.core.EventTime
 import io.sharedstate.spark.distributed.{Cluster, Coordinator}
 import java.util.concurrent.{ConcurrentHashMap, Executors}
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import scala.util.control.NonFatal
-import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 
 /**
  * What a streaming fetch join's micro-batch decides with ([[BatchBound]]: the U it answers below and

@@ -7,6 +7,7 @@ import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
 import scala.util.control.NonFatal
 
 /**
@@ -71,8 +72,8 @@ object BatchBounds extends Logging {
    */
   def prepare(join: String, state: String): Unit = {
     val context = SparkSession.active.sparkContext
-    for (query <- Option(context.getLocalProperty("sql.streaming.queryId"));
-         batch <- Option(context.getLocalProperty("streaming.sql.batchId")))
+    for (query <- Option(context.getLocalProperty(StreamExecution.QUERY_ID_KEY));
+         batch <- Option(context.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY)))
       prepare(query, join, batch.toLong, state)
   }
 

@@ -7,6 +7,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 
 /**
  * The fetch join for continuous-mode queries, where Spark runs no stateful operators: each event
@@ -94,7 +95,7 @@ object ContinuousFetchReaders {
   private val registered = ConcurrentHashMap.newKeySet[(String, String, String)]()
 
   def ensure(state: StateClient): Unit = Option(TaskContext.get()).foreach { c =>
-    ensure(state, c.getLocalProperty("sql.streaming.queryId"), c.getLocalProperty(RunKey))
+    ensure(state, c.getLocalProperty(StreamExecution.QUERY_ID_KEY), c.getLocalProperty(RunKey))
   }
 
   /** Registers query `queryId`'s reader with the coordinator once per `run` and JVM. */

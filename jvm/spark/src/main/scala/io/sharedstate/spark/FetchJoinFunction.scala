@@ -6,6 +6,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
 import org.apache.spark.sql.streaming.GroupState
 import scala.collection.mutable.ArrayBuffer
 
@@ -30,7 +31,7 @@ final class FetchJoinFunction(spec: FetchJoinSpec, streaming: Boolean, metricsNa
   @transient private lazy val bound: BatchBound =
     if (!streaming) BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity)
     else Option(TaskContext.get()).flatMap { c =>
-      for (q <- Option(c.getLocalProperty("sql.streaming.queryId")); b <- Option(c.getLocalProperty("streaming.sql.batchId")))
+      for (q <- Option(c.getLocalProperty(StreamExecution.QUERY_ID_KEY)); b <- Option(c.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY)))
         yield BatchBounds.of(q, metricsName, b.toLong, spec.stateName)
     }.getOrElse(BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity))
   @transient private lazy val batchBound: Long = bound.u

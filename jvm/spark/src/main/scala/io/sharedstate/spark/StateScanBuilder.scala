@@ -8,6 +8,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -60,7 +61,7 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
   // Spark plans the sources on the query's stream thread, which carries the query id.
   private def keepBounds(join: String, checkpointLocation: String): Unit = {
     val session = SparkSession.active
-    Option(session.sparkContext.getLocalProperty("sql.streaming.queryId")).foreach { query =>
+    Option(session.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY)).foreach { query =>
       BatchBounds.register(query, join, checkpointLocation, session.sessionState.newHadoopConf())
     }
   }

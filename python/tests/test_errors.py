@@ -155,16 +155,9 @@ def test_progress_table_options(spark, state_name):
             r = r.option(k, v)
         return r.load()
 
-    with pytest.raises(Exception, match=r"Option 'buckets': '0' is not a number of buckets; use an integer in \[1, 1024\]"):
-        read(table="progress", buckets="0")
-    with pytest.raises(Exception, match="Option 'buckets': 'many'"):
-        read(table="progress", buckets="many")
-    with pytest.raises(Exception, match="Option 'buckets' applies to table 'progress' only, not 'state'"):
-        read(buckets="4")
-    with pytest.raises(Exception, match="Option 'buckets' applies to table 'progress' only, not 'rejected'"):
-        spark.read.format("sharedstate").option("state", state_name).option("table", "rejected") \
-            .option("buckets", "2").load()
     with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'state'"):
         read(fetchJoin="j")
-    grouped = read(table="progress", buckets="3")
-    assert grouped.columns == ["__sharedstate_u", "__sharedstate_u_from", "__sharedstate_group"]
+    with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'rejected'"):
+        spark.read.format("sharedstate").option("state", state_name).option("table", "rejected") \
+            .option("fetchJoin", "j").load()
+    assert read(table="progress").columns == ["__sharedstate_u", "__sharedstate_u_from"]

@@ -43,6 +43,9 @@ final class BatchBoundLog(dir: Path, conf: Configuration) {
   def forgetBefore(batch: Long): Unit =
     files.list(dir).map(_.getPath).filter(p => p.getName.toLongOption.exists(_ < batch)).foreach(files.delete)
 
+  /** The batches with a recorded bound. */
+  def batches: Seq[Long] = files.list(dir).toSeq.flatMap(_.getPath.getName.toLongOption)
+
   /** The newest batch with a bound, if any. */
-  def latest: Option[Long] = files.list(dir).flatMap(_.getPath.getName.toLongOption).maxOption
+  def latest: Option[Long] = batches.maxOption
 }

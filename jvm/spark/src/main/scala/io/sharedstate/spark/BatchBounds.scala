@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.EventTime
+import io.sharedstate.core.{EventTime, SharedStateException}
 import io.sharedstate.spark.distributed.{Cluster, Coordinator}
 import java.util.concurrent.{ConcurrentHashMap, Executors}
 import org.apache.hadoop.conf.Configuration
@@ -15,14 +15,15 @@ import scala.util.control.NonFatal
  * the F below which a new event is late), fixed on the driver when Spark plans the batch (or when
  * its first task asks, if that comes first), before any task uses it, per (query, join, batch id),
  * in memory and in the query's checkpoint
- * ([[BatchBoundLog]]). Every task of the batch, and every re-run of it (a retried stage, a query
+ * ([[BatchBoundLog]]), with the waiting events the batch takes over ([[WaitingEventFiles]]). Every task of the batch, and every re-run of it (a retried stage, a query
  * restarted from its checkpoint, also by a new driver after a crash), gets the same bound, so a
  * re-run batch answers exactly what its first attempt did and counts the same events late: with an
  * idempotent sink (which keeps the first attempt's output) nothing is lost or emitted twice.
  */
 object BatchBounds extends Logging {
   private val bounds = new ConcurrentHashMap[String, BatchBound]()
-  private val logs = new ConcurrentHashMap[String, BatchBoundLog]() // "query|join" -> its log
+  private final case class Registered(log: BatchBoundLog, waiting: WaitingEventFiles)
+  private val joins = new ConcurrentHashMap[String, Registered]() // "query|join" -> its checkpoint files
   // Batches of a join older than this many are forgotten (Spark re-runs only the last one). A stopped
   // query's entries stay: restarted from its checkpoint (same query id) it re-runs its last batch.
   private val Kept = 8
@@ -31,31 +32,50 @@ object BatchBounds extends Logging {
 
   /**
    * On the driver, when a query plans the join's progress stream (the stream thread, which carries
-   * the query id): its bounds are kept under the stream's checkpoint directory from now on.
+   * the query id): its bounds and waiting events are kept under the stream's checkpoint directory
+   * from now on. Refuses a checkpoint whose join ran before but has no waiting-events directory: an
+   * earlier build kept waiting events in Spark's operator state, which this one does not read.
    */
   def register(query: String, join: String, checkpointLocation: String, conf: Configuration): Unit = {
     val log = new BatchBoundLog(new Path(checkpointLocation, "fetch-bounds"), conf)
+    val waiting = new WaitingEventFiles(new Path(checkpointLocation, "fetch-waiting"), conf)
+    if (log.latest.nonEmpty && !waiting.exists) throw new SharedStateException(
+      s"Fetch join: the checkpoint at $checkpointLocation was written by an earlier sharedstate build, which kept " +
+        "waiting events in Spark's operator state; this build keeps them in fetch-waiting/ and cannot take them " +
+        "over. Start the query with a new checkpointLocation.")
+    waiting.create()
     log.latest.foreach(last => log.forgetBefore(last - Kept))
-    logs.put(s"$query|$join", log)
+    joins.put(s"$query|$join", Registered(log, waiting))
   }
 
   /**
    * On the driver: the recorded bound of the batch, or the live one recorded as it. F is live only
    * after the query's earlier batches are reported ([[FetchProgressListener.catchUp]]): then the
    * State's F is the recorded one until this batch completes, so nothing a re-run reads was compacted.
+   * The first time this driver sees the batch it also drops what an earlier attempt of it left in the
+   * waiting-events directory (its tasks write there), and the waiting events of batches before the one it
+   * takes over.
    */
   def onDriver(key: String, state: String): BatchBound = {
     // A query id is a UUID and a batch id a number: the join's name is what lies between them.
     val (first, last) = (key.indexOf('|'), key.lastIndexOf('|'))
     val (query, join, batch) = (key.substring(0, first), key.substring(first + 1, last), key.substring(last + 1).toLong)
-    val log = Option(logs.get(s"$query|$join"))
+    val registered = Option(joins.get(s"$query|$join")).getOrElse(throw new IllegalStateException(
+      s"Fetch join $join of query $query has no checkpoint directory: its progress stream was not planned on this driver."))
     def live: BatchBound = {
       FetchProgressListener.catchUp(query)
       val s = Coordinator.get.state(state)
-      BatchBound(s.updateProgress, s.readerProgress(FetchProgressListener.readerId(query, join)).getOrElse(EventTime.MinusInfinity))
+      val (previous, parts) = registered.waiting.previous(batch)
+      BatchBound(s.updateProgress, s.readerProgress(FetchProgressListener.readerId(query, join)).getOrElse(EventTime.MinusInfinity),
+        previous, parts)
     }
-    val bound = bounds.computeIfAbsent(key, _ => log.fold(live)(_.getOrAdd(batch, live)))
-    if (bounds.remove(BatchBounds.key(query, join, batch - Kept)) != null) log.foreach(_.forget(batch - Kept))
+    val bound = bounds.computeIfAbsent(key, _ => {
+      val b = registered.log.getOrAdd(batch, live)
+      registered.waiting.reset(batch)
+      registered.waiting.forgetBefore(b.previous)
+      b.copy(waitingDir = registered.waiting.dir.toString)
+    })
+    if (bounds.remove(BatchBounds.key(query, join, batch - Kept)) != null) registered.log.forget(batch - Kept)
     bound
   }
 

@@ -1,9 +1,10 @@
 package io.sharedstate.spark
 
-import org.apache.spark.sql.{Column, DataFrame, Encoders}
+import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
+import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.functions.{col, lit}
-import org.apache.spark.sql.streaming.{GroupStateTimeout, OutputMode}
+import org.apache.spark.sql.sharedstate.PlanFrames
 import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
 
 /**
@@ -12,11 +13,11 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
  *   FetchJoin(events, "campaigns", Seq("ad_id"), "ts")                            // latest, read-committed, left
  *   FetchJoin(events, "clicks", Seq("user"), "ts", rule = "sum", window = "1 hour") // sum over [ts - 1 hour, ts]
  * }}}
- * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]) and groups
- * rows by (bucket, reply-time slot) in one int ([[FetchJoinGroups]]): waiting events sit in the operator's
- * checkpointed state, and each U step's tick rows visit the slots it passed, so waiting events are
- * answered in the micro-batch whose tick passes them, and no micro-batch runs unless events arrive or
- * U moves. With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
+ * A streaming join unions the events with the State's progress stream ([[ProgressTicks]]) into one
+ * narrow operator ([[FetchJoinExec]]: no shuffle, no sort): each task answers what U allows and
+ * writes what must wait to the query's checkpoint, for the next micro-batch to take over; a tick row
+ * each time U moves makes Spark run that batch even with no new events, and no micro-batch runs
+ * unless events arrive or U moves. With `continuous = true` the join runs in continuous-mode queries (see [[ContinuousFetchJoin]]).
  * The output is the events' columns then the columns of the rule (see [[FetchJoinRule]]). Each join
  * reports metrics in its query's progress (observed metrics named `sharedstate_fetch:<state>:...`):
  * events answered, late events, pending fetches, the earliest waiting time, and fetch wait (ms).
@@ -42,16 +43,11 @@ object FetchJoin {
     val sameKind = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros, 0).dropRight(1)
     val name = FetchJoinRows.metricsName(state, spec.rule.windowMicros, latenessMicros,
       plan.collect { case c: CollectMetrics if c.name.startsWith(sameKind) => c }.size)
-    val session = events.sparkSession
-    val buckets = FetchJoinGroups.buckets(session.sessionState.conf.numShufflePartitions)
-    val input = withGroups(events, spec, buckets)
-    val rows = (if (events.isStreaming) input.union(progressTicks(events, state, buckets, name)) else input)
-      .groupBy(col(FetchJoinGroups.Group))
-      .as(Encoders.row(FetchJoinGroups.keySchema), Encoders.row(input.schema))
-      .flatMapGroupsWithState(OutputMode.Append(), GroupStateTimeout.NoTimeout())(
-        new FetchJoinFunction(spec, events.isStreaming, name, latenessMicros >= 0))(
-        Encoders.row(spec.waitingSchema), Encoders.row(FetchJoinRows.schema(spec.outputSchema)))
-      .toDF()
+    val input = withTickColumns(events)
+    val joined = if (events.isStreaming) input.union(progressTicks(events, state, name)) else input
+    val child = joined.queryExecution.analyzed
+    val output = toAttributes(FetchJoinRows.schema(spec.outputSchema))
+    val rows = PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros >= 0, child.output, output, child))
     if (events.isStreaming) FetchProgressListener.ensure(events.sparkSession)
     FetchJoinRows.finish(rows, name)
   }
@@ -63,26 +59,20 @@ object FetchJoin {
       continuous, lateness)
 
   // The events (their own watermarks kept for the query, but not on their columns, so Spark does
-  // not drop rows of ours behind them), no tick, and their group (see FetchJoinGroups.groupOf): plain
-  // columns and expressions, so no typed conversion before the operator.
-  private def withGroups(events: DataFrame, spec: FetchJoinSpec, buckets: Int): DataFrame = {
-    val fields = events.schema.fields
-    val (bucket, ring) = FetchJoinGroups.groupOf(spec.eventSchema, spec.keyOrdinals.toSeq, spec.timeOrdinal, spec.mode, buckets)
-    events.select(fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
-      lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn),
-      FetchJoinGroups.groupColumn(bucket, ring, buckets).as(FetchJoinGroups.Group)): _*)
-  }
+  // not drop rows of ours behind them) with the two tick columns, null: plain columns, no conversion.
+  private def withTickColumns(events: DataFrame): DataFrame =
+    events.select(events.schema.fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
+      lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn)): _*)
 
-  // Per U step, one row per bucket and ring slot it passed (read so by the progress stream itself),
-  // with null event columns. The ticks' zero-delay watermark makes the batch watermark U, which
-  // bounds the join's F.
-  private def progressTicks(events: DataFrame, state: String, buckets: Int, join: String): DataFrame = {
+  // One row per U step, with null event columns: it makes Spark run a micro-batch when U moves, so
+  // waiting events are answered with no new input. The ticks' zero-delay watermark makes the batch
+  // watermark U, which bounds the join's F.
+  private def progressTicks(events: DataFrame, state: String, join: String): DataFrame = {
     val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
-      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.Buckets, buckets.toLong)
-      .option(ReadOptions.FetchJoin, join).load()
+      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.FetchJoin, join).load()
       .withWatermark(ProgressTicks.Column, "0 seconds")
     ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
-      ProgressTicks.groupedSchema.fieldNames.map(col): _*)
+      ProgressTicks.schema.fieldNames.map(col): _*)
   }
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")

@@ -5,7 +5,7 @@ import io.sharedstate.core.fetch.ReadMode
 import io.sharedstate.core.row.ValueType
 import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.types.{ArrayType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.StructType
 
 /** A validated fetch join: which State, how events bind to it, what it reads, and the output schema. */
 final case class FetchJoinSpec(
@@ -22,11 +22,6 @@ final case class FetchJoinSpec(
   def keySchema: StructType = StructType(keyOrdinals.map(eventSchema(_)))
 
   def outputSchema: StructType = StructType(eventSchema.fields ++ rule.addedColumns(schemas))
-
-  /** Operator state of one key: the events that wait for U to pass them, and when each arrived (ms). */
-  def waitingSchema: StructType = StructType(Seq(
-    StructField("waiting", ArrayType(eventSchema, containsNull = false)),
-    StructField("arrivedMs", ArrayType(LongType, containsNull = false))))
 }
 
 object FetchJoinSpec {

@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
 final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String,
-    buckets: Int = 0, fetchJoin: Option[String] = None) {
+    fetchJoin: Option[String] = None) {
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -38,13 +38,11 @@ object ReadOptions {
   /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
   val ProgressTable = "progress"
   val StartingOffsets = "startingOffsets"
-  /** Table `progress` only: each tick as (bucket, ring slot) rows for n buckets (what fetch joins read). */
-  val Buckets = "buckets"
   /** Set by a fetch join on its progress stream: the join's name, under which its batch bounds are kept. */
   val FetchJoin = "fetchJoin"
   val Earliest = "earliest"
   val Latest = "latest"
-  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, Buckets, FetchJoin)
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, FetchJoin)
 
   /** Every option of a scan must be known: a typo is an error, not a silent default. */
   def checkKnown(options: CaseInsensitiveStringMap): Unit = {
@@ -59,7 +57,7 @@ object ReadOptions {
     val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
     if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
       s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
-    Seq(Buckets, FetchJoin).filter(options.containsKey).foreach { o =>
+    Seq(FetchJoin).filter(options.containsKey).foreach { o =>
       if (table != ProgressTable) throw new SharedStateException(s"Option '$o' applies to table '$ProgressTable' only, not '$table'.")
     }
     table match {
@@ -72,19 +70,13 @@ object ReadOptions {
         }
         ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
       case ProgressTable =>
-        val buckets = Option(options.get(Buckets)).map(parseBuckets).getOrElse(0)
-        ReadOptions(table, EventTime.PlusInfinity, if (buckets > 0) ProgressTicks.groupedSchema else ProgressTicks.schema,
-          starting, buckets, Option(options.get(FetchJoin)).map(_.trim).filter(_.nonEmpty))
+        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting,
+          Option(options.get(FetchJoin)).map(_.trim).filter(_.nonEmpty))
       case other =>
         throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
           s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")
     }
   }
-
-  private def parseBuckets(text: String): Int = text.trim.toIntOption.filter(n => n >= 1 && n <= MaxBuckets).getOrElse(
-    throw new SharedStateException(s"Option '$Buckets': '$text' is not a number of buckets; use an integer in [1, $MaxBuckets]."))
-
-  private val MaxBuckets = 1024
 
   /** A timestamp in the session time zone, as Spark SQL would read it. */
   def parseTime(text: String): Long = {

@@ -9,11 +9,13 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
  * (META-INF/services), so `--packages` or `spark.jars` is enough; listing the class in
  * `spark.sql.extensions` works too. They check every streaming write into a State when the query
  * is started, so bad options fail at `start()` instead of when the first batch is planned (which,
- * with no input yet, may be never), and they add the SQL function `sharedstate_fetch`.
+ * with no input yet, may be never), they plan fetch joins' operator ([[FetchJoinStrategy]]), and they
+ * add the SQL function `sharedstate_fetch`.
  */
 final class SharedStateExtensions extends SparkSessionExtensionsProvider {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectCheckRule(_ => StreamingWriteCheck)
+    extensions.injectPlannerStrategy(_ => FetchJoinStrategy)
     extensions.injectFunction((
       FunctionIdentifier(SharedStateFetchExpression.Name),
       new ExpressionInfo(classOf[SharedStateFetchExpression].getName, SharedStateFetchExpression.Name,

@@ -29,7 +29,7 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
       read.checkStreaming()
       if (read.table == ReadOptions.ProgressTable) {
         read.fetchJoin.foreach(join => keepBounds(join, checkpointLocation))
-        new ProgressTickStream(state, read.buckets, read.fetchJoin)
+        new ProgressTickStream(state, read.fetchJoin)
       }
       else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
     }

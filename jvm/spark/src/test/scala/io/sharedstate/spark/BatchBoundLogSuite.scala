@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.StateSpec
+import io.sharedstate.core.{SharedStateException, StateSpec}
 import io.sharedstate.spark.distributed.{Coordinator, DriverState}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
@@ -32,6 +32,8 @@ class BatchBoundLogSuite extends AnyFunSuite {
     assert(log.get(11) === Some(BatchBound(110L, 11L)))
   }
 
+  private def uf(b: BatchBound): (Long, Long) = (b.u, b.f)
+
   // A fresh State with the reader of (query, join) at F = 30 and the join's bound log registered.
   private def withJoin(name: String, query: String, join: String)(body: (DriverState, String, Path) => Unit): Unit = {
     val coordinator = Coordinator.get
@@ -49,14 +51,15 @@ class BatchBoundLogSuite extends AnyFunSuite {
     val name = "bounds_suite"
     withJoin(name, "q-suite", "join-a") { (state, reader, d) =>
       val first = BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name)
-      assert(first === BatchBound(state.updateProgress, 30L))
+      assert(uf(first) === (state.updateProgress, 30L))
       state.reportFetchProgress(reader, 60L)
       assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name) === first, "fixed for the batch")
-      assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first))
+      assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first.copy(waitingDir = null)))
+      new WaitingEventFiles(new Path(first.waitingDir), new Configuration()).writer(9, 0, 1).close() // batch 9's one task
       assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L, "the next batch reads F again")
       // A batch recorded by an earlier driver: its bound comes from the log, not from the live State.
       new BatchBoundLog(d, new Configuration()).getOrAdd(11, BatchBound(55L, 5L))
-      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name) === BatchBound(55L, 5L))
+      assert(uf(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name)) === (55L, 5L))
     }
   }
 
@@ -68,10 +71,26 @@ class BatchBoundLogSuite extends AnyFunSuite {
       val planned = BatchBound(state.updateProgress, 30L)
       assert(new BatchBoundLog(d, new Configuration()).get(4) === Some(planned), "in the checkpoint before any task")
       state.reportFetchProgress(reader, 60L)
-      assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned, "a task gets the bound of the planned batch")
+      assert(uf(BatchBounds.of("q-plan", "join-p", 4, name)) === uf(planned), "a task gets the bound of the planned batch")
       BatchBounds.prepare("q-plan", "join-p", 4, name) // planned again (Spark may plan a batch twice): no new record
       BatchBounds.awaitPrepared()
-      assert(BatchBounds.of("q-plan", "join-p", 4, name) === planned)
+      assert(uf(BatchBounds.of("q-plan", "join-p", 4, name)) === uf(planned))
+    }
+  }
+
+  test("a checkpoint whose join ran without a waiting-events directory (an earlier build) is refused, not read as empty") {
+    val d = dir()
+    new BatchBoundLog(d, new Configuration()).getOrAdd(2, BatchBound(10L, 5L))
+    val e = intercept[SharedStateException](BatchBounds.register("q-old", "join-o", d.getParent.toString, new Configuration()))
+    assert(e.getMessage.contains("earlier sharedstate build") && e.getMessage.contains("new checkpointLocation"))
+  }
+
+  test("a batch after one whose tasks did not all finish fails by name") {
+    val name = "bounds_unwritten_suite"
+    withJoin(name, "q-unwritten", "join-u") { (_, _, d) =>
+      BatchBounds.onDriver(BatchBounds.key("q-unwritten", "join-u", 0), name) // batch 0 planned; its tasks never finished
+      val e = intercept[SharedStateException](BatchBounds.onDriver(BatchBounds.key("q-unwritten", "join-u", 1), name))
+      assert(e.getMessage.contains("waiting events of micro-batch 0") && e.getMessage.contains("must be consumed"))
     }
   }
 }

@@ -1,0 +1,170 @@
+package io.sharedstate.spark
+
+import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.spark.distributed.StateClient
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+
+/**
+ * One task of a fetch join: the waiting events it takes over from the previous micro-batch, then its
+ * new events, in chunks of [[FetchJoinTask.Chunk]]. Per event: no time, answered at once with nothing
+ * fetched; new and behind the join's F (with a lateness), late; answerable (read-committed: time below
+ * the batch's U; read-uncommitted: time - staleness below it), asked of the State in one batched request
+ * per chunk; otherwise, or when the State still says not yet, written to `waiting` for the next batch.
+ * Emits the output rows of [[FetchJoinRows.schema]] (answers, late events, and one row that counts what
+ * waits) as it goes, so only a chunk is held; `waiting` is closed once the input is read.
+ *
+ * Events are UnsafeRows of the event columns (stable: not reused); the output rows are one reused buffer.
+ */
+final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
+    input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer]) extends Iterator[InternalRow] {
+  import FetchJoinTask._
+  private val width = spec.eventSchema.length
+  private val cells = new InternalAnswerCells(spec)
+  private val tail = new GenericInternalRow(cells.width + FetchJoinRows.Bookkeeping)
+  private val joined = new JoinedRow()
+  // Nullable throughout: bookkeeping rows have null cells whatever the rule's columns say.
+  private val project = UnsafeProjection.create(FetchJoinRows.schema(spec.outputSchema).fields.map(_.dataType))
+  private val keyProjection = UnsafeProjection.create(spec.keyOrdinals.toSeq.map { i =>
+    BoundReference(i, spec.eventSchema(i).dataType, spec.eventSchema(i).nullable)
+  })
+  private val now = System.currentTimeMillis()
+  private val timeOrdinal = spec.timeOrdinal
+
+  // The current chunk: what to emit for each of its events.
+  private val events = new Array[UnsafeRow](Chunk)
+  private val kinds = new Array[Int](Chunk)
+  private val times = new Array[Long](Chunk)
+  private val arrivals = new Array[Long](Chunk)
+  private val answers = new Array[FetchAnswer](Chunk)
+  private var filled = 0
+  private var pos = 0
+  private var inputDone = false
+  // What waits: how many, their earliest and latest times, and one of them (its columns carry the count row).
+  private var waitingCount = 0L
+  private var minWaiting = Long.MaxValue
+  private var maxWaiting = Long.MinValue
+  private var sample: UnsafeRow = _
+  private var countNext = false // the row that counts what waits comes next
+  private var countDone = false
+
+  override def hasNext: Boolean = {
+    while (!ready && !inputDone) fill()
+    ready || (!countDone && waitingCount > 0 && { countNext = true; true })
+  }
+
+  override def next(): InternalRow = {
+    if (!hasNext) throw new NoSuchElementException("no more fetch join rows")
+    if (countNext) {
+      countNext = false
+      countDone = true
+      return row(sample, Waiting, 0L, waitingCount, minWaiting, maxWaiting)
+    }
+    val i = pos
+    pos += 1
+    kinds(i) match {
+      case NoTime =>
+        cells.nulls(tail, 0)
+        row(events(i), FetchJoinRows.AnsweredKind, 0L, 0L, EventTime.MinusInfinity, EventTime.MinusInfinity)
+      case Late => row(events(i), FetchJoinRows.LateKind, 0L, 0L, times(i), times(i))
+      case _ => row(events(i), FetchJoinRows.AnsweredKind, now - arrivals(i), 0L, times(i), times(i)) // cells written by ready
+    }
+  }
+
+  // Whether `pos` is an event to emit; skips those that wait and, for inner joins, unmatched answers.
+  private def ready: Boolean = {
+    while (pos < filled) {
+      kinds(pos) match {
+        case Skip => pos += 1
+        case Asked => if (cells.write(answers(pos), tail, 0) || !spec.inner) return true else pos += 1
+        case NoTime if spec.inner => pos += 1
+        case _ => return true
+      }
+    }
+    false
+  }
+
+  private def fill(): Unit = {
+    filled = 0
+    pos = 0
+    var asked = 0
+    while (filled < Chunk && input.hasNext) {
+      val (event, arrivedMs) = input.next()
+      val i = filled
+      events(i) = event
+      if (event.isNullAt(timeOrdinal)) kinds(i) = NoTime
+      else {
+        val t = event.getLong(timeOrdinal)
+        times(i) = t
+        if (arrivedMs < 0 && t - spec.rule.windowMicros < lateBelow) kinds(i) = Late
+        else {
+          arrivals(i) = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
+          if (spec.mode.replyTime(t) < bound.u) { kinds(i) = Asked; asked += 1 } else { kinds(i) = Skip; keep(i) }
+        }
+      }
+      filled += 1
+    }
+    if (asked > 0) ask(asked)
+    if (!input.hasNext) { inputDone = true; waiting.foreach(_.close()) }
+  }
+
+  // One batched request for the chunk's answerable events; those the State cannot answer yet wait.
+  private def ask(asked: Int): Unit = {
+    val state = StateClient.of(spec.stateName)
+    val requests = new Array[FetchRequest](asked)
+    var i = 0
+    var r = 0
+    while (i < filled) {
+      if (kinds(i) == Asked) {
+        requests(r) = spec.rule.request(new Key(keyProjection(events(i)).getBytes), times(i), spec.mode, spec.valueType)
+        r += 1
+      }
+      i += 1
+    }
+    val replies = state.fetch(requests.toIndexedSeq)
+    i = 0
+    r = 0
+    while (i < filled) {
+      if (kinds(i) == Asked) {
+        answers(i) = replies(r)
+        if (answers(i) eq FetchAnswer.NotYet) {
+          kinds(i) = Skip
+          keep(i)
+        }
+        r += 1
+      }
+      i += 1
+    }
+  }
+
+  private def keep(i: Int): Unit = {
+    waiting.getOrElse(throw new SharedStateException(s"Fetch join on a batch DataFrame: event(s) are not yet " +
+      s"answerable from State '${spec.stateName}' (U=${EventTime.show(StateClient.of(spec.stateName).updateProgress)}), " +
+      "so a read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U."))
+      .write(events(i), arrivals(i))
+    if (sample == null) sample = events(i)
+    waitingCount += 1
+    minWaiting = math.min(minWaiting, times(i))
+    maxWaiting = math.max(maxWaiting, times(i))
+  }
+
+  // The output row: the event's columns, then the cells in `tail`, then the bookkeeping columns.
+  private def row(event: UnsafeRow, kind: Int, waitedMs: Long, count: Long, minTime: Long, maxTime: Long): InternalRow = {
+    if (kind != FetchJoinRows.AnsweredKind) cells.nulls(tail, 0)
+    val b = cells.width
+    tail.update(b, kind); tail.update(b + 1, waitedMs); tail.update(b + 2, count)
+    tail.update(b + 3, minTime); tail.update(b + 4, maxTime)
+    project(joined(event, tail))
+  }
+}
+
+object FetchJoinTask {
+  /** Events per batched fetch request; bounds what a task holds besides the reused output row. */
+  val Chunk = 4096
+  private val Asked = 0
+  private val Skip = 1
+  private val NoTime = 2
+  private val Late = 3
+  private val Waiting = FetchJoinRows.WaitingKind
+}

@@ -117,7 +117,8 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     var r = 0
     while (i < filled) {
       if (kinds(i) == Asked) {
-        requests(r) = spec.rule.request(new Key(keyProjection(events(i)).getBytes), times(i), spec.mode, spec.valueType)
+        // copy(): the projection reuses its buffer, which getBytes would hand out as it is
+        requests(r) = spec.rule.request(new Key(keyProjection(events(i)).copy().getBytes), times(i), spec.mode, spec.valueType)
         r += 1
       }
       i += 1

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/adcamp/jfr_buckets.py rec.jfr
 
 A sample lands in the first bucket whose marker appears anywhere in its stack (checked in order),
-so "plugin fetch" means time spent under FetchLatestFunction, whatever it called.
+so "plugin fetch join" means time spent under FetchJoinTask or FetchJoinExec, whatever they called
+(reading the events included; the sink's write, which pulls rows from the join, is not under them).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import subprocess
 import sys
 
 BUCKETS = [
-    ("plugin fetch (FetchLatestFunction)", ["io.sharedstate.spark.FetchLatestFunction"]),
+    ("plugin fetch join (FetchJoinTask, FetchJoinExec)",
+     ["io.sharedstate.spark.FetchJoinTask", "io.sharedstate.spark.FetchJoinExec"]),
     ("plugin update write / commit", ["io.sharedstate.spark.Update", "io.sharedstate.spark.EpochCommitter"]),
     ("plugin engine (other)", ["io.sharedstate."]),
-    ("flatMapGroupsWithState (Row conversions, state)", ["FlatMapGroupsWithState", "GroupStateImpl"]),
     ("state store (load/commit/checkpoint files)", ["org.apache.spark.sql.execution.streaming.state."]),
     ("Delta log / commit / snapshot", ["org.apache.spark.sql.delta.", "io.delta."]),
     ("process fork (Hadoop local FS readlink on rename)", ["java.lang.ProcessImpl", "org.apache.hadoop.util.Shell"]),

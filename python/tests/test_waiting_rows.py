@@ -72,3 +72,30 @@ def test_events_without_a_time_get_no_value_and_do_not_wait(spark, workdir, stat
             assert got["event_id"].tolist() == [1] and got["campaign"].isna().all()
         else:
             assert got.empty
+
+
+def test_a_foreach_batch_that_reads_only_part_of_a_batch_fails_the_next_one_by_name(spark, workdir, state_name):
+    """Waiting rows live in one file per task: a batch whose output was not all consumed (here a
+    foreachBatch that takes one row) leaves files missing, and the next batch refuses to guess."""
+    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    updates = pd.DataFrame({"ad_id": ["a"], "campaign": ["c1"], "ts": pd.to_datetime([100], unit="s", utc=True)})
+    spark.createDataFrame(updates).write.format("sharedstate").option("state", state_name) \
+        .option("key", "ad_id").option("time", "ts").mode("append").save()
+    assert state.progress()["update_is"] == "+infinity"
+
+    def event(i: int) -> pd.DataFrame:
+        return pd.DataFrame({"event_id": [i], "user_id": ["u"], "ad_id": ["a"],
+                             "ts": pd.to_datetime([10 + i], unit="s", utc=True), "clicked": [False]})
+
+    write_batches(workdir / "events", [event(1), event(2)])  # two files: two input partitions
+    stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
+    q = (ss.fetch_join(stream, state_name, key="ad_id", time="ts").writeStream
+         .foreachBatch(lambda batch, _id: batch.limit(1).collect())
+         .option("checkpointLocation", str(workdir / "ck")).start())
+    # batch 0 runs the first task only (one row is enough for limit(1)): the others never write their files
+    wait_until(lambda: q.lastProgress is not None, 120, what="first batch")
+    write_batches(workdir / "events", [event(3)], first_index=2)
+    wait_until(lambda: q.exception() is not None, 120, what="the next batch failing")
+    message = str(q.exception())
+    assert "waiting events of micro-batch 0" in message and "incomplete" in message
+    assert "must write the whole DataFrame" in message

@@ -15,7 +15,8 @@ import scala.util.control.NonFatal
  * the F below which a new event is late), fixed on the driver when Spark plans the batch (or when
  * its first task asks, if that comes first), before any task uses it, per (query, join, batch id),
  * in memory and in the query's checkpoint
- * ([[BatchBoundLog]]), with the waiting events the batch takes over ([[WaitingEventFiles]]). Every task of the batch, and every re-run of it (a retried stage, a query
+ * ([[BatchBoundLog]]), with the waiting events the batch takes over ([[WaitingEventFiles]]). Every
+ * task of the batch, and every re-run of it (a retried stage, a query
  * restarted from its checkpoint, also by a new driver after a crash), gets the same bound, so a
  * re-run batch answers exactly what its first attempt did and counts the same events late: with an
  * idempotent sink (which keeps the first attempt's output) nothing is lost or emitted twice.
@@ -39,12 +40,13 @@ object BatchBounds extends Logging {
   def register(query: String, join: String, checkpointLocation: String, conf: Configuration): Unit = {
     val log = new BatchBoundLog(new Path(checkpointLocation, "fetch-bounds"), conf)
     val waiting = new WaitingEventFiles(new Path(checkpointLocation, "fetch-waiting"), conf)
-    if (log.latest.nonEmpty && !waiting.exists) throw new SharedStateException(
+    val latest = log.latest
+    if (latest.nonEmpty && !waiting.exists) throw new SharedStateException(
       s"Fetch join: the checkpoint at $checkpointLocation was written by an earlier sharedstate build, which kept " +
         "waiting events in Spark's operator state; this build keeps them in fetch-waiting/ and cannot take them " +
         "over. Start the query with a new checkpointLocation.")
     waiting.create()
-    log.latest.foreach(last => log.forgetBefore(last - Kept))
+    latest.foreach(last => log.forgetBefore(last - Kept))
     joins.put(s"$query|$join", Registered(log, waiting))
   }
 

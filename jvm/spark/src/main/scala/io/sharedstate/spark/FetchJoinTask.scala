@@ -20,7 +20,6 @@ import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInterna
 final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
     input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer]) extends Iterator[InternalRow] {
   import FetchJoinTask._
-  private val width = spec.eventSchema.length
   private val cells = new InternalAnswerCells(spec)
   private val tail = new GenericInternalRow(cells.width + FetchJoinRows.Bookkeeping)
   private val joined = new JoinedRow()

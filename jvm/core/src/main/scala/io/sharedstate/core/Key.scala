@@ -11,11 +11,17 @@ final class Key(val bytes: Array[Byte]) extends Serializable {
   private val hash = MurmurHash3.bytesHash(bytes)
   // Kept (it fits in the object's alignment padding) so routing a fetch costs no second hash.
   private val routingHash = MurmurHash3.bytesHash(bytes, 0x5eed)
+  // The length and first 16 bytes, inline: a map lookup compares keys of up to 16 bytes (a BIGINT key
+  // row is 16) without reading their arrays, one cache miss less per lookup of a large State.
+  private val length = bytes.length
+  private val head0 = Key.word(bytes, 0)
+  private val head1 = Key.word(bytes, 8)
 
   override def hashCode(): Int = hash
 
   override def equals(other: Any): Boolean = other match {
-    case k: Key => (k eq this) || (k.hash == hash && Arrays.equals(k.bytes, bytes))
+    case k: Key => (k eq this) || (k.hash == hash && k.length == length && k.head0 == head0 && k.head1 == head1 &&
+      (length <= Key.Inline || Arrays.equals(k.bytes, bytes)))
     case _ => false
   }
 
@@ -23,4 +29,16 @@ final class Key(val bytes: Array[Byte]) extends Serializable {
   def partition(partitions: Int): Int = Math.floorMod(routingHash, partitions)
 
   override def toString: String = s"Key(${bytes.length} bytes)"
+}
+
+object Key {
+  private val Inline = 16
+
+  // Bytes [from, from + 8) of `bytes` as a long, zeros past its end.
+  private def word(bytes: Array[Byte], from: Int): Long = {
+    var w = 0L
+    var i = math.min(bytes.length, from + 8) - 1
+    while (i >= from) { w = (w << 8) | (bytes(i) & 0xffL); i -= 1 }
+    w
+  }
 }

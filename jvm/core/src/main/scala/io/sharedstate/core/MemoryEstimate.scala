@@ -7,7 +7,7 @@ package io.sharedstate.core
  */
 object MemoryEstimate {
   /** Key object and its byte array header, the map node and its table slot, the ValueSet and its three array headers. */
-  val PerKey: Long = 24 + 16 + 32 + 8 + 24 + 3 * 16
+  val PerKey: Long = 48 + 16 + 32 + 8 + 24 + 3 * 16
   /** The end offset of each value in the packed ValueSet. */
   val PerVersion: Long = 4
   /** A staged update: its slot in four parallel arrays and the value array header. */

@@ -5,7 +5,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
 import org.apache.spark.util.SerializableConfiguration
@@ -32,7 +32,11 @@ final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boo
       val width = spec.eventSchema.length
       val events = UnsafeProjection.create(spec.eventSchema)
       // The tick rows (non-null U past the event columns) only make Spark run a batch when U moves.
-      val fresh = rows.filter(_.isNullAt(width)).map(r => (events(r).copy(), -1L))
+      // An UnsafeRow input is kept whole (the task reads the event columns by ordinal), only copied.
+      val fresh = rows.filter(_.isNullAt(width)).map {
+        case r: UnsafeRow => (r.copy(), -1L)
+        case r => (events(r).copy(), -1L)
+      }
       if (!streaming) new FetchJoinTask(spec, BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity), EventTime.MinusInfinity, fresh, None)
       else {
         val context = TaskContext.get()

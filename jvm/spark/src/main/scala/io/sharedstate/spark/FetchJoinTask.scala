@@ -4,7 +4,8 @@ import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
 import io.sharedstate.core.fetch.FetchRequest
 import io.sharedstate.spark.distributed.StateClient
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
+import org.apache.spark.unsafe.Platform
 
 /**
  * One task of a fetch join: the waiting events it takes over from the previous micro-batch, then its
@@ -15,16 +16,15 @@ import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInterna
  * Emits the output rows of [[FetchJoinRows.schema]] (answers, late events, and one row that counts what
  * waits) as it goes, so only a chunk is held; `waiting` is closed once the input is read.
  *
- * Events are UnsafeRows of the event columns (stable: not reused); the output rows are one reused buffer.
+ * Events are UnsafeRows whose first columns are the event columns (stable: not reused); the output
+ * rows are one reused buffer ([[FetchJoinOutput]]).
  */
 final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
     input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer]) extends Iterator[InternalRow] {
   import FetchJoinTask._
-  private val cells = new InternalAnswerCells(spec)
-  private val tail = new GenericInternalRow(cells.width + FetchJoinRows.Bookkeeping)
-  private val joined = new JoinedRow()
-  // Nullable throughout: bookkeeping rows have null cells whatever the rule's columns say.
-  private val project = UnsafeProjection.create(FetchJoinRows.schema(spec.outputSchema).fields.map(_.dataType))
+  private val output = new FetchJoinOutput(spec)
+  // What waits is written with the event columns only (input rows may carry more).
+  private val eventColumns = UnsafeProjection.create(spec.eventSchema)
   private val keyProjection = UnsafeProjection.create(spec.keyOrdinals.toSeq.map { i =>
     BoundReference(i, spec.eventSchema(i).dataType, spec.eventSchema(i).nullable)
   })
@@ -39,6 +39,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
   private val answers = new Array[FetchAnswer](Chunk)
   private var filled = 0
   private var pos = 0
+  private var started = -1 // the event whose answered row `output` holds, so hasNext twice writes it once
   private var inputDone = false
   // What waits: how many, their earliest and latest times, and one of them (its columns carry the count row).
   private var waitingCount = 0L
@@ -58,16 +59,19 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     if (countNext) {
       countNext = false
       countDone = true
-      return row(sample, Waiting, 0L, waitingCount, minWaiting, maxWaiting)
+      output.unanswered(sample)
+      return output.row(Waiting, 0L, waitingCount, minWaiting, maxWaiting)
     }
     val i = pos
     pos += 1
     kinds(i) match {
       case NoTime =>
-        cells.nulls(tail, 0)
-        row(events(i), FetchJoinRows.AnsweredKind, 0L, 0L, EventTime.MinusInfinity, EventTime.MinusInfinity)
-      case Late => row(events(i), FetchJoinRows.LateKind, 0L, 0L, times(i), times(i))
-      case _ => row(events(i), FetchJoinRows.AnsweredKind, now - arrivals(i), 0L, times(i), times(i)) // cells written by ready
+        output.unanswered(events(i))
+        output.row(FetchJoinRows.AnsweredKind, 0L, 0L, EventTime.MinusInfinity, EventTime.MinusInfinity)
+      case Late =>
+        output.unanswered(events(i))
+        output.row(FetchJoinRows.LateKind, 0L, 0L, times(i), times(i))
+      case _ => output.row(FetchJoinRows.AnsweredKind, now - arrivals(i), 0L, times(i), times(i)) // started by ready
     }
   }
 
@@ -76,7 +80,9 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     while (pos < filled) {
       kinds(pos) match {
         case Skip => pos += 1
-        case Asked => if (cells.write(answers(pos), tail, 0) || !spec.inner) return true else pos += 1
+        case Asked =>
+          if (started == pos) return true
+          if (output.answered(events(pos), answers(pos)) || !spec.inner) { started = pos; return true } else pos += 1
         case NoTime if spec.inner => pos += 1
         case _ => return true
       }
@@ -87,6 +93,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
   private def fill(): Unit = {
     filled = 0
     pos = 0
+    started = -1
     var asked = 0
     while (filled < Chunk && input.hasNext) {
       val (event, arrivedMs) = input.next()
@@ -116,8 +123,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     var r = 0
     while (i < filled) {
       if (kinds(i) == Asked) {
-        // copy(): the projection reuses its buffer, which getBytes would hand out as it is
-        requests(r) = spec.rule.request(new Key(keyProjection(events(i)).copy().getBytes), times(i), spec.mode, spec.valueType)
+        requests(r) = spec.rule.request(new Key(keyBytes(events(i))), times(i), spec.mode, spec.valueType)
         r += 1
       }
       i += 1
@@ -138,24 +144,23 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     }
   }
 
+  // A copy: the projection reuses its buffer.
+  private def keyBytes(event: UnsafeRow): Array[Byte] = {
+    val key = keyProjection(event)
+    val bytes = new Array[Byte](key.getSizeInBytes)
+    key.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
+    bytes
+  }
+
   private def keep(i: Int): Unit = {
     waiting.getOrElse(throw new SharedStateException(s"Fetch join on a batch DataFrame: event(s) are not yet " +
       s"answerable from State '${spec.stateName}' (U=${EventTime.show(StateClient.of(spec.stateName).updateProgress)}), " +
       "so a read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U."))
-      .write(events(i), arrivals(i))
+      .write(eventColumns(events(i)), arrivals(i))
     if (sample == null) sample = events(i)
     waitingCount += 1
     minWaiting = math.min(minWaiting, times(i))
     maxWaiting = math.max(maxWaiting, times(i))
-  }
-
-  // The output row: the event's columns, then the cells in `tail`, then the bookkeeping columns.
-  private def row(event: UnsafeRow, kind: Int, waitedMs: Long, count: Long, minTime: Long, maxTime: Long): InternalRow = {
-    if (kind != FetchJoinRows.AnsweredKind) cells.nulls(tail, 0)
-    val b = cells.width
-    tail.update(b, kind); tail.update(b + 1, waitedMs); tail.update(b + 2, count)
-    tail.update(b + 3, minTime); tail.update(b + 4, maxTime)
-    project(joined(event, tail))
   }
 }
 

@@ -104,6 +104,13 @@ def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_nam
     assert max(m["eventsLeftWaiting"] for m in metrics) > 0, f"events waited for U in some batch: {metrics}"
     assert max(m["fetchWaitMsMax"] or 0 for m in metrics) > 0
     assert metrics[-1]["eventsLeftWaiting"] == 0, "no event waits after the batch that answered the last ones"
+    # every event is answered once, in the batch that emits it; waits average between 0 and their max
+    assert sum(m["eventsAnswered"] for m in metrics) == len(got)
+    for m in metrics:
+        if m["eventsAnswered"]:
+            assert 0 <= m["fetchWaitMsAvg"] <= m["fetchWaitMsMax"]
+        else:
+            assert m["fetchWaitMsAvg"] is None and m["fetchWaitMsMax"] is None
     # F = min(latest event - lateness, earliest waiting event, watermark) - window, after each batch
     latest = pd.Timestamp(max(work.events["ts"]))
     progress = ss.State.get(spark, state_name).progress()
@@ -116,3 +123,31 @@ def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_nam
     writer.stop()
     wait_until(lambda: not any(str(reader.id) in r for r in ss.State.get(spark, state_name).progress()["readers"]),
                timeout=10, what="the stopped query's reader to be removed")
+
+
+def test_late_events_are_counted_not_answered(spark, workdir, state_name):
+    """With no lateness, events behind the join's F are late: each event is either answered (and in the
+    output, equal to the offline answer) or counted late, never both, never neither."""
+    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=12, rule="sum", how="left",
+                                            lateness="0 seconds")
+    expected = _expected(work, "sum").set_index("event_id")
+    seen: list = []
+    name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:0:0"
+
+    def accounted() -> int:
+        for p in reader.recentProgress:
+            if p["batchId"] not in {s["batchId"] for s in seen}:
+                seen.append(p)
+        return sum(p["observedMetrics"][name]["eventsAnswered"] + p["observedMetrics"][name]["lateEvents"]
+                   for p in seen if name in p["observedMetrics"])
+
+    wait_until(lambda: accounted() >= len(expected), timeout=300, interval=0.2, what="every event answered or late")
+    drained(writer)
+    drained(reader)
+    metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
+    answered = sum(m["eventsAnswered"] for m in metrics)
+    late = sum(m["lateEvents"] for m in metrics)
+    got = spark.table(out_name).toPandas()
+    assert late > 0, "out-of-order events fall behind F with no lateness"
+    assert answered + late == len(expected) and len(got) == answered and got["event_id"].is_unique
+    assert _ints(got["sum_v"]) == list(expected.loc[got["event_id"], "value"])

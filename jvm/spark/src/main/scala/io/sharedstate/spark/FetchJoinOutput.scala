@@ -54,16 +54,21 @@ final class FetchJoinOutput(spec: FetchJoinSpec) {
     }
   }
 
-  /** Starts a row for `event` with null cells (nothing fetched, a late event, or a count row). */
+  /** Starts a row for `event` with null cells (nothing fetched, or a summary row). */
   def unanswered(event: UnsafeRow): Unit = { start(event); nullCells() }
 
-  /** Ends the row started last with its bookkeeping columns; the row is reused by the next one. */
-  def row(kind: Int, waitedMs: Long, count: Long, minTime: Long, maxTime: Long): UnsafeRow = {
-    writer.write(bookkeeping, kind)
-    writer.write(bookkeeping + 1, waitedMs)
-    writer.write(bookkeeping + 2, count)
-    writer.write(bookkeeping + 3, minTime)
-    writer.write(bookkeeping + 4, maxTime)
+  /** Ends the row started last as an answered event; the row is reused by the next one. */
+  def answeredRow(): UnsafeRow = {
+    writer.write(bookkeeping, FetchJoinRows.AnsweredKind)
+    var i = 1
+    while (i < FetchJoinRows.Bookkeeping) { writer.setNullAt(bookkeeping + i); i += 1 }
+    writer.getRow
+  }
+
+  /** Ends the row started last as the task's summary row. */
+  def summaryRow(tally: FetchJoinTally): UnsafeRow = {
+    writer.write(bookkeeping, FetchJoinRows.SummaryKind)
+    tally.write(writer, bookkeeping + 1)
     writer.getRow
   }
 

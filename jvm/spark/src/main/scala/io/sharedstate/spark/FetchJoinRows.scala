@@ -1,32 +1,35 @@
 package io.sharedstate.spark
 
 import org.apache.spark.sql.{Column, DataFrame}
-import org.apache.spark.sql.functions.{avg, coalesce, col, count, lit, max, min, sum, when}
+import org.apache.spark.sql.functions.{coalesce, col, lit, max, min, sum, when}
 import org.apache.spark.sql.types.{IntegerType, LongType, StructField, StructType}
 
 /**
- * The rows a fetch join's operator emits: answered events plus bookkeeping rows (late events and one
- * per task that leaves events waiting) in extra columns. The join observes them as the query's metrics, under
- * [[FetchJoinRows.metricsName]], then keeps the answered rows and drops the extra columns.
+ * The rows a fetch join's operator emits: answered events, plus one summary row per task that tallies
+ * what the task did (answered, late and waiting events, times, fetch waits), in extra columns that
+ * are null on answered rows. The join observes the summaries as the query's metrics, under
+ * [[FetchJoinRows.metricsName]], then keeps the answered rows and drops the extra columns. (A tally
+ * per task rather than per row: the observed aggregates then cost one null check per answered row.)
  */
 object FetchJoinRows {
   val Kind = "__sharedstate_kind"
-  val WaitMs = "__sharedstate_wait_ms"
+  val Answered = "__sharedstate_answered"
+  val Late = "__sharedstate_late"
   val Waiting = "__sharedstate_waiting"
-  val MinTime = "__sharedstate_min_time"
-  val MaxTime = "__sharedstate_max_time"
+  val MinWaiting = "__sharedstate_min_waiting"
+  val MaxEvent = "__sharedstate_max_event"
+  val WaitSum = "__sharedstate_wait_ms_sum"
+  val WaitMax = "__sharedstate_wait_ms_max"
   val AnsweredKind = 0
-  val LateKind = 1
-  /** A row that stands for a task's waiting events: it carries one of them, so non-null event columns stay valid. */
-  val WaitingKind = 2
-  /** Columns after the rule's cells: kind, wait ms, waiting count, min time, max time. */
-  val Bookkeeping = 5
+  /** A task's summary row: it carries one of the task's events, so non-null event columns stay valid. */
+  val SummaryKind = 1
+  private val TallyColumns = Seq(Answered, Late, Waiting, MinWaiting, MaxEvent, WaitSum, WaitMax)
+  /** Columns after the rule's cells: the kind, then the tally (see [[FetchJoinTally]]). */
+  val Bookkeeping: Int = 1 + TallyColumns.size
   val MetricsPrefix = "sharedstate_fetch"
 
-  def schema(output: StructType): StructType = StructType(output.fields ++ Seq(
-    StructField(Kind, IntegerType, nullable = false), StructField(WaitMs, LongType, nullable = false),
-    StructField(Waiting, LongType, nullable = false), StructField(MinTime, LongType, nullable = false),
-    StructField(MaxTime, LongType, nullable = false)))
+  def schema(output: StructType): StructType = StructType(output.fields ++
+    (StructField(Kind, IntegerType, nullable = false) +: TallyColumns.map(StructField(_, LongType, nullable = true))))
 
   /** `sharedstate_fetch:<state>:<window µs>:<lateness µs or -1>:<n>`: what the driver needs for F. */
   def metricsName(state: String, windowMicros: Long, latenessMicros: Long, n: Int): String =
@@ -39,19 +42,19 @@ object FetchJoinRows {
     case _ => None
   }
 
-  /** Observes the bookkeeping as metrics, then keeps only the answered events. */
+  /** Observes the summaries as metrics, then keeps only the answered events. */
   def finish(rows: DataFrame, name: String): DataFrame = {
-    val answered = col(Kind) === AnsweredKind
+    val answered = coalesce(sum(col(Answered)), lit(0L))
     val metrics: Seq[Column] = Seq(
-      count(when(answered, 1)).as("eventsAnswered"),
-      count(when(col(Kind) === LateKind, 1)).as("lateEvents"),
+      answered.as("eventsAnswered"),
+      coalesce(sum(col(Late)), lit(0L)).as("lateEvents"),
       coalesce(sum(col(Waiting)), lit(0L)).as("eventsLeftWaiting"),
-      min(when(col(Kind) === WaitingKind, col(MinTime))).as("minWaitingMicros"),
-      max(col(MaxTime)).as("maxEventMicros"),
-      avg(when(answered, col(WaitMs))).as("fetchWaitMsAvg"),
-      max(when(answered, col(WaitMs))).as("fetchWaitMsMax"))
+      min(col(MinWaiting)).as("minWaitingMicros"),
+      max(col(MaxEvent)).as("maxEventMicros"),
+      when(answered > 0, sum(col(WaitSum)) / answered).as("fetchWaitMsAvg"),
+      max(col(WaitMax)).as("fetchWaitMsMax"))
     rows.observe(name, metrics.head, metrics.tail: _*)
-      .where(answered)
-      .drop(Kind, WaitMs, Waiting, MinTime, MaxTime)
+      .where(col(Kind) === AnsweredKind)
+      .drop(Kind +: TallyColumns: _*)
   }
 }

@@ -13,8 +13,8 @@ import org.apache.spark.unsafe.Platform
  * fetched; new and behind the join's F (with a lateness), late; answerable (read-committed: time below
  * the batch's U; read-uncommitted: time - staleness below it), asked of the State in one batched request
  * per chunk; otherwise, or when the State still says not yet, written to `waiting` for the next batch.
- * Emits the output rows of [[FetchJoinRows.schema]] (answers, late events, and one row that counts what
- * waits) as it goes, so only a chunk is held; `waiting` is closed once the input is read.
+ * Emits the output rows of [[FetchJoinRows.schema]] (answers, then one summary row with the task's
+ * [[FetchJoinTally]]) as it goes, so only a chunk is held; `waiting` is closed once the input is read.
  *
  * Events are UnsafeRows whose first columns are the event columns (stable: not reused); the output
  * rows are one reused buffer ([[FetchJoinOutput]]).
@@ -41,38 +41,31 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
   private var pos = 0
   private var started = -1 // the event whose answered row `output` holds, so hasNext twice writes it once
   private var inputDone = false
-  // What waits: how many, their earliest and latest times, and one of them (its columns carry the count row).
-  private var waitingCount = 0L
-  private var minWaiting = Long.MaxValue
-  private var maxWaiting = Long.MinValue
-  private var sample: UnsafeRow = _
-  private var countNext = false // the row that counts what waits comes next
-  private var countDone = false
+  private val tally = new FetchJoinTally
+  private var sample: UnsafeRow = _ // one of the task's events: its columns carry the summary row
+  private var summaryNext = false
+  private var summaryDone = false
 
   override def hasNext: Boolean = {
     while (!ready && !inputDone) fill()
-    ready || (!countDone && waitingCount > 0 && { countNext = true; true })
+    ready || (!summaryDone && tally.nonEmpty && { summaryNext = true; true })
   }
 
   override def next(): InternalRow = {
     if (!hasNext) throw new NoSuchElementException("no more fetch join rows")
-    if (countNext) {
-      countNext = false
-      countDone = true
+    if (summaryNext) {
+      summaryNext = false
+      summaryDone = true
       output.unanswered(sample)
-      return output.row(Waiting, 0L, waitingCount, minWaiting, maxWaiting)
+      return output.summaryRow(tally)
     }
     val i = pos
     pos += 1
-    kinds(i) match {
-      case NoTime =>
-        output.unanswered(events(i))
-        output.row(FetchJoinRows.AnsweredKind, 0L, 0L, EventTime.MinusInfinity, EventTime.MinusInfinity)
-      case Late =>
-        output.unanswered(events(i))
-        output.row(FetchJoinRows.LateKind, 0L, 0L, times(i), times(i))
-      case _ => output.row(FetchJoinRows.AnsweredKind, now - arrivals(i), 0L, times(i), times(i)) // started by ready
-    }
+    if (kinds(i) == NoTime) {
+      output.unanswered(events(i))
+      tally.answer(0L)
+    } else tally.answer(now - arrivals(i)) // its row was started by ready
+    output.answeredRow()
   }
 
   // Whether `pos` is an event to emit; skips those that wait and, for inner joins, unmatched answers.
@@ -99,11 +92,13 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
       val (event, arrivedMs) = input.next()
       val i = filled
       events(i) = event
+      if (sample == null) sample = event
       if (event.isNullAt(timeOrdinal)) kinds(i) = NoTime
       else {
         val t = event.getLong(timeOrdinal)
         times(i) = t
-        if (arrivedMs < 0 && t - spec.rule.windowMicros < lateBelow) kinds(i) = Late
+        tally.seen(t)
+        if (arrivedMs < 0 && t - spec.rule.windowMicros < lateBelow) { kinds(i) = Skip; tally.lateEvent() }
         else {
           arrivals(i) = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
           if (spec.mode.replyTime(t) < bound.u) { kinds(i) = Asked; asked += 1 } else { kinds(i) = Skip; keep(i) }
@@ -157,10 +152,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
       s"answerable from State '${spec.stateName}' (U=${EventTime.show(StateClient.of(spec.stateName).updateProgress)}), " +
       "so a read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U."))
       .write(eventColumns(events(i)), arrivals(i))
-    if (sample == null) sample = events(i)
-    waitingCount += 1
-    minWaiting = math.min(minWaiting, times(i))
-    maxWaiting = math.max(maxWaiting, times(i))
+    tally.waits(times(i))
   }
 }
 
@@ -170,6 +162,4 @@ object FetchJoinTask {
   private val Asked = 0
   private val Skip = 1
   private val NoTime = 2
-  private val Late = 3
-  private val Waiting = FetchJoinRows.WaitingKind
 }

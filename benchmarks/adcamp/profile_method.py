@@ -43,7 +43,9 @@ def main() -> int:
     recording = scratch / "rec.jfr"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(HERE), os.environ.get("PYTHONPATH")) if x)
-    java_opts = f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')}"
+    # DebugNonSafepoints: samples land on the method that ran, not the nearest safepoint
+    java_opts = (f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
+                 "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints")
     spark = ss.session("adcamp-profile", master="local[4]", **{
         "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "6g",
         "spark.sql.streaming.numRecentProgressUpdates": "2000", "spark.databricks.delta.snapshotPartitions": "2",

@@ -92,12 +92,15 @@ object BatchBounds extends Logging {
    * properties carry the query and batch id): starts recording the batch's bound for `join`. Tasks
    * that ask before it is recorded wait for it (or record it themselves: the first record wins).
    */
-  def prepare(join: String, state: String): Unit = {
-    val context = SparkSession.active.sparkContext
-    for (query <- Option(context.getLocalProperty(StreamExecution.QUERY_ID_KEY));
-         batch <- Option(context.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY)))
-      prepare(query, join, batch.toLong, state)
-  }
+  def prepare(join: String, state: String): Unit =
+    microBatch(SparkSession.active.sparkContext.getLocalProperty).foreach { case (query, batch) =>
+      prepare(query, join, batch, state)
+    }
+
+  /** The query and micro-batch id in Spark's local properties (the driver's, or a task's), if any. */
+  def microBatch(property: String => String): Option[(String, Long)] =
+    for (query <- Option(property(StreamExecution.QUERY_ID_KEY));
+         batch <- Option(property(MicroBatchExecution.BATCH_ID_KEY))) yield (query, batch.toLong)
 
   /** Starts recording the bound of (query, join, batch) on the driver, unless it is known already. */
   def prepare(query: String, join: String, batch: Long, state: String): Unit = {

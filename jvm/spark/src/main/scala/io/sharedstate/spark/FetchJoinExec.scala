@@ -7,7 +7,6 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
 import org.apache.spark.util.SerializableConfiguration
 
 /**
@@ -57,9 +56,7 @@ final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boo
 object FetchJoinExec {
   /** The query and micro-batch a streaming fetch join's task runs in (Spark's local properties). */
   def batchOf(context: TaskContext, join: String): (String, Long) = {
-    val query = Option(context).flatMap(c => Option(c.getLocalProperty(StreamExecution.QUERY_ID_KEY)))
-    val batch = Option(context).flatMap(c => Option(c.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY)))
-    (for (q <- query; b <- batch) yield (q, b.toLong)).getOrElse(throw new SharedStateException(
+    Option(context).flatMap(c => BatchBounds.microBatch(c.getLocalProperty)).getOrElse(throw new SharedStateException(
       s"Fetch join $join: a streaming fetch join runs in a micro-batch query (its tasks found no query or batch id)."))
   }
 }

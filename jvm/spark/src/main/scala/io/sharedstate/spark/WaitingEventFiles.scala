@@ -4,7 +4,7 @@ import io.sharedstate.core.SharedStateException
 import java.io.{DataInputStream, DataOutputStream, EOFException}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.{SparkConf, SparkEnv}
+import org.apache.spark.{SparkConf, SparkEnv, TaskContext}
 import org.apache.spark.io.{CompressionCodec, LZ4CompressionCodec}
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
@@ -61,10 +61,8 @@ final class WaitingEventFiles(val dir: Path, conf: Configuration) {
   /** Removes the waiting events of every batch before `batch`. */
   def forgetBefore(batch: Long): Unit = batches.filter(_ < batch).foreach(b => delete(new Path(dir, b.toString)))
 
-  private def delete(path: Path): Unit = if (files.exists(path)) {
-    files.list(path).foreach(s => files.delete(s.getPath))
-    files.delete(path)
-  }
+  // Recursive, and nothing when the path does not exist (both of Spark's checkpoint file managers).
+  private def delete(path: Path): Unit = files.delete(path)
 
   /** Task `part` of `parts` in `batch`: a writer of its waiting events (close() publishes them, cancel() drops them). */
   def writer(batch: Long, part: Int, parts: Int): Writer =
@@ -78,6 +76,8 @@ final class WaitingEventFiles(val dir: Path, conf: Configuration) {
 
   private def read(path: Path, eventWidth: Int): Iterator[(UnsafeRow, Long)] = new Iterator[(UnsafeRow, Long)] {
     private val in = new DataInputStream(codec.compressedInputStream(files.open(path)))
+    // Closed at the end of the file, or when the task ends first (failed, or not fully consumed).
+    Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit](_ => in.close()))
     private var nextSize = readSize()
     private def readSize(): Int = {
       val size = whole(in.readInt())

@@ -42,7 +42,7 @@ def fetch_join(
     ``how="left"`` keeps events with no value (nulls; 0 or an empty array for ``count``,
     ``collect`` and ``range``), ``"inner"`` drops them.
 
-    Waiting events stay in the query's checkpointed state until U passes them: the join follows the
+    Waiting events stay in the query's checkpoint until U passes them: the join follows the
     State's update progress as a stream, so a micro-batch runs when events arrive or U advances (and
     ``processAllAvailable()`` returns once the input is processed and U has not moved).
     With ``lateness="10 minutes"``, events more than that behind the latest event time seen are
@@ -50,10 +50,8 @@ def fetch_join(
     State's fetch progress F (see ``State.progress()``), so compaction can drop versions no fetch
     will read again. Without it F is held where the query started. The query's progress holds the
     join's metrics under ``observedMetrics["sharedstate_fetch:<state>:<window>:<lateness>:<n>"]``:
-    ``eventsAnswered``, ``lateEvents``, ``eventsLeftWaiting`` (in the keys the batch touched),
-    ``minWaitingMicros``, ``maxEventMicros``, ``fetchWaitMsAvg`` and ``fetchWaitMsMax``; the
-    number of keys with waiting events is the fetch-join operator's ``numRowsTotal`` in
-    ``stateOperators``.
+    ``eventsAnswered``, ``lateEvents``, ``eventsLeftWaiting`` (events still waiting after the
+    batch), ``minWaitingMicros``, ``maxEventMicros``, ``fetchWaitMsAvg`` and ``fetchWaitMsMax``.
 
     ``continuous=True`` builds the join for a query run with a continuous trigger
     (``trigger(continuous="1 second")``): each event is an asynchronous fetch in the State's pending

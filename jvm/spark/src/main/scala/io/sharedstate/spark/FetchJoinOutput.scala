@@ -25,16 +25,14 @@ final class FetchJoinOutput(spec: FetchJoinSpec) {
   // A range answer's one cell (an array of (time, value...) structs) is built generically, then copied.
   private lazy val pairsRow = UnsafeProjection.create(cellTypes)
   private lazy val pairWriter = new UnsafeRowWriter(1 + values.width, 32)
-  private lazy val cells = new UnsafeColumnCopy(cellTypes)
+  private val cells = new UnsafeColumnCopy(cellTypes)
   private val eventWidth = events.width
-  /** Cells the rule adds after the event columns. */
-  val cellWidth: Int = cellTypes.length
-  private val bookkeeping = eventWidth + cellWidth
+  private val bookkeeping = eventWidth + cells.width
   private val writer = new UnsafeRowWriter(bookkeeping + FetchJoinRows.Bookkeeping, 64)
 
   /**
    * Starts a row for `event` with its cells from `answer`; false (and null cells) when the fetch found
-   * nothing. Finish it with [[row]].
+   * nothing. Finish it with [[answeredRow]].
    */
   def answered(event: UnsafeRow, answer: FetchAnswer): Boolean = {
     start(event)
@@ -78,10 +76,7 @@ final class FetchJoinOutput(spec: FetchJoinSpec) {
     events.copy(event, writer, 0)
   }
 
-  private def nullCells(): Unit = {
-    var i = 0
-    while (i < cellWidth) { writer.setNullAt(eventWidth + i); i += 1 }
-  }
+  private def nullCells(): Unit = cells.nulls(writer, eventWidth)
 
   private def pairs(p: FetchAnswer.Pairs): Unit = {
     val structs = new Array[Any](p.size)

@@ -69,3 +69,67 @@ def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, s
     # An idempotent sink keeps each batch's first attempt: every event once, with the as-of answer.
     kept = sorted(r for b in sorted(attempts) for r in attempts[b][0])
     assert kept == [(1, "c1"), (2, "c1"), (3, "c1"), (4, "c2"), (5, "c2"), (6, "c2")]
+
+
+def test_a_rerun_in_the_same_driver_with_another_number_of_input_partitions(spark, workdir, state_name):
+    """The failed run's batch wrote its waiting events in one file per task; restarted in the same
+    driver, the re-run of that batch reads its input in fewer partitions. Its tasks must start from
+    an empty directory (as after a new driver), or the next batch finds two part counts mixed."""
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
+    write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
+    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
+              .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
+              .option("checkpointLocation", str(workdir / "ck-updates")).start())
+    drained(writer)  # U = 25 s
+
+    def events(ids, times):
+        return pd.DataFrame({"event_id": ids, "user_id": "u", "ad_id": "a",
+                             "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
+
+    # two files: two input partitions by default, one with minPartitionNum = 1
+    write_batches(workdir / "events", [events([1, 2, 3], [10, 30, 50]), events([4, 5, 6], [20, 40, 60])])
+    attempts: dict[int, list[list[tuple]]] = {}
+    crashed = []
+
+    def sink(df, batch_id):
+        rows = sorted((r["event_id"], r["campaign"]) for r in df.collect())
+        attempts.setdefault(batch_id, []).append(rows)
+        if rows and not crashed:
+            crashed.append(batch_id)
+            raise RuntimeError("simulated crash after the sink committed")
+
+    def start():
+        stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
+        return (ss.fetch_join(stream, state_name, key="ad_id", time="ts").select("event_id", "campaign")
+                .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
+                .trigger(processingTime="200 milliseconds").start())
+
+    def part_counts(batch: int) -> set[str]:
+        files = (workdir / "ck-events" / "sources").glob(f"*/fetch-waiting/{batch}/part-*")
+        return {f.name.split("-of-")[1] for f in files if not f.name.startswith(".")}
+
+    first = start()
+    wait_until(lambda: crashed and not first.isActive, 120, what="the first attempt to fail")
+    batch = crashed[0]
+    before = part_counts(batch)
+    assert len(before) == 1, before
+    spark.conf.set("spark.sql.files.minPartitionNum", "1")
+    try:
+        second = start()
+        drained(second)  # the re-run of the failed batch, in fewer partitions
+        after = part_counts(batch)
+        assert len(after) == 1 and after != before, (before, after)
+        # U moves on: the next batch takes over the re-run's waiting events and answers them
+        write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
+        drained(writer)
+        drained(second)
+        assert second.exception() is None
+        second.stop()
+    finally:
+        spark.conf.unset("spark.sql.files.minPartitionNum")
+        writer.stop()
+
+    assert attempts[batch][0] == [(1, "c1"), (4, "c1")], "U was 25 s: only events before it"
+    assert attempts[batch][1] == attempts[batch][0], "the re-run answers exactly what the first attempt did"
+    kept = sorted(r for b in sorted(attempts) for r in attempts[b][0])
+    assert kept == [(1, "c1"), (2, "c1"), (3, "c2"), (4, "c1"), (5, "c2"), (6, "c2")]

@@ -48,13 +48,18 @@ object BatchBounds extends Logging {
     waiting.create()
     latest.foreach(last => log.forgetBefore(last - Kept))
     joins.put(s"$query|$join", Registered(log, waiting))
+    // A restart in this driver (the same query id) is a new run: its first batch empties the batch's
+    // waiting-events directory again, as a new driver would, before its tasks write there (possibly
+    // in another number of files than the failed run's).
+    val prefix = s"$query|$join|"
+    bounds.keySet.removeIf(k => k.startsWith(prefix) && k.substring(prefix.length).toLongOption.isDefined)
   }
 
   /**
    * On the driver: the recorded bound of the batch, or the live one recorded as it. F is live only
    * after the query's earlier batches are reported ([[FetchProgressListener.catchUp]]): then the
    * State's F is the recorded one until this batch completes, so nothing a re-run reads was compacted.
-   * The first time this driver sees the batch it also drops what an earlier attempt of it left in the
+   * The first time this run of the query (in this driver) sees the batch it also drops what an earlier attempt of it left in the
    * waiting-events directory (its tasks write there), and the waiting events of batches before the one it
    * takes over.
    */

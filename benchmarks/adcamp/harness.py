@@ -113,13 +113,14 @@ def _nice(rate: float) -> int:
 
 
 def search(run, start: int, low: int, high: int, bisect_steps: int,
-           checked: bool = True, retries: int = 0) -> tuple[int | None, list[PointResult]]:
+           checked: bool = True, retries: int = 0, first: int | None = None) -> tuple[int | None, list[PointResult]]:
     """Highest sustained event rate: from `start`, double while sustained (or halve until sustained),
-    then bisect (geometrically) between the best sustained and the lowest failed rate. With
-    `checked` false (the harness ceiling) a point need not match the oracle. A point that came out
-    right but not sustained runs again up to `retries` times (one 12 s sample can catch a one-off
-    stall, e.g. a GC or a Delta checkpoint, in any method); the attempts it replaces are returned too,
-    marked `discarded`."""
+    then bisect (geometrically) between the best sustained and the lowest failed rate. `first` (the
+    common rate) runs before everything: when it is not sustained the search halves down from it;
+    when it is and `start` is not, the search bisects between the two. With `checked` false (the harness
+    ceiling) a point need not match the oracle. A point that came out right but not sustained runs
+    again up to `retries` times (one sample can catch a one-off stall, e.g. a GC, in any method);
+    the attempts it replaces are returned too, marked `discarded`."""
     tried: dict[int, PointResult] = {}
     discarded: list[PointResult] = []
 
@@ -136,18 +137,26 @@ def search(run, start: int, low: int, high: int, bisect_steps: int,
             tried[rate] = result
         return tried[rate].sustained and (tried[rate].correct or not checked)
 
+    if first is not None and not ok(first):
+        start = first
     good, bad = (start, None) if ok(start) else (None, start)
+    below = [r for r in tried if r < start and ok(r)]  # the first point, when sustained
     if good is not None:
         while good * 2 <= high and ok(good * 2):
             good *= 2
         bad = good * 2 if good * 2 <= high else None
+    elif below:
+        good = max(below)
     else:
         while bad // 2 >= low and not ok(bad // 2):
             bad //= 2
         good = bad // 2 if bad // 2 >= low else None
-    for _ in range(bisect_steps):
-        if good is None or bad is None:
-            break
+    steps = bisect_steps  # once good and bad are within a factor of 2 (wider brackets halve first)
+    while good is not None and bad is not None:
+        if bad <= 2 * good:
+            if steps == 0:
+                break
+            steps -= 1
         mid = _nice(math.sqrt(good * bad))
         if mid in (good, bad) or mid in tried:
             break

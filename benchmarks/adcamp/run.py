@@ -53,13 +53,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--update-rates", default="1000,10000,100000")
     p.add_argument("--methods", default=DEFAULT_METHODS)
     p.add_argument("--common-rate", type=int, default=1000,
-                   help="event rate (views/s) of the latency comparison; the search starts there")
+                   help="event rate (views/s) of the latency comparison; every method runs it first")
+    p.add_argument("--search-start", type=int, default=64000,
+                   help="the search for the max sustained rate starts here (from the common rate when that "
+                        "was not sustained): fewer points than doubling up from the common rate")
     p.add_argument("--min-rate", type=int, default=250)
     p.add_argument("--max-rate", type=int, default=2_048_000)
     p.add_argument("--bisect", type=int, default=1, help="bisection steps after doubling")
     p.add_argument("--retries", type=int, default=1,
                    help="runs again a point that came out right but not sustained, up to this many times")
-    p.add_argument("--seconds", type=float, default=12, help="measured seconds of views per point")
+    # 30 s: a method whose micro-batches take 3 s (Delta stream-static, Redis) needs several of them in
+    # the steady part (the last three quarters) for its processed rate to mean anything; with 12 s
+    # Delta stream-static came out 'not sustained' at 8K views/s and sustained 256K with 36 s.
+    p.add_argument("--seconds", type=float, default=30, help="measured seconds of views per point")
     p.add_argument("--tail", type=float, default=6, help="seconds both streams go on after the measured views")
     p.add_argument("--lag-cap", type=float, default=20, help="abort a point when views this old are not out")
     p.add_argument("--startup-cap", type=float, default=60, help="abort a point that writes nothing this long")
@@ -144,8 +150,9 @@ def main(argv: list[str]) -> int:
                     best, tried = None, [at(args.common_rate)]
                     best = args.common_rate if tried[0].sustained and (tried[0].correct or not cls.answers) else None
                 else:
-                    best, tried = search(at, args.common_rate, args.min_rate, args.max_rate, args.bisect, cls.answers,
-                                         args.retries)
+                    # the common rate first (its latency is compared), then from --search-start
+                    best, tried = search(at, max(args.search_start, args.common_rate), args.min_rate, args.max_rate,
+                                         args.bisect, cls.answers, args.retries, first=args.common_rate)
                 points.extend(tried)
                 common = next(p for p in tried if p.event_rate == args.common_rate and not p.discarded)
                 summary.append({"method": cls.name, "update_rate": update_rate, "max_sustained_rate": best,

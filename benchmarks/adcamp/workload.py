@@ -8,7 +8,8 @@ measured from the moment its file became visible to Spark.
 Updates ("ad belongs to campaign c from time t") come in rounds: each round re-assigns every ad once,
 in a random order, at `update_rate`/s, so no ad goes longer than two rounds plus the lateness without
 an update; that bound is what the range-join peers need (`range_s`). Update times lag their arrival
-by up to `lateness_s` (out of order, never late). Views pick an ad uniformly, a few of them ads that
+by up to `lateness_s` (out of order, never late), and no ad has two updates at one time: the peers'
+data carries no arrival order to break such a tie, so the as-of answer would be ambiguous. Views pick an ad uniformly, a few of them ads that
 no update covers (left joins give nulls), with times up to `event_jitter_s` behind their arrival.
 Both streams go on for `tail_s` seconds after the measured slots (streams do not end): the tail's
 views push the view watermark of peer (a) past the measured ones and keep triggering the
@@ -28,6 +29,7 @@ import pyarrow.parquet as pq
 from sharedstate.demos.adcamp_data import SECOND, Workload
 
 BASE_US = 1_767_225_600 * SECOND  # 2026-01-01 00:00:00 UTC
+GENERATOR = "g2"  # in every staged directory's name: a change to the generator must not reuse old files
 UPDATE_SCHEMA = "ad_id BIGINT, ts TIMESTAMP, campaign INT"
 EVENT_SCHEMA = "event_id BIGINT, ad_id BIGINT, ts TIMESTAMP, clicked BOOLEAN"
 CAMPAIGNS = 50
@@ -67,7 +69,7 @@ class Shape:
     @property
     def tag(self) -> str:
         return (f"u{self.update_rate}_e{self.event_rate}_s{self.seconds:g}_t{self.tail_s:g}_d{self.slot_s:g}"
-                f"_l{self.lateness_s:g}_j{self.event_jitter_s:g}_r{self.round_s:g}_seed{self.seed}")
+                f"_l{self.lateness_s:g}_j{self.event_jitter_s:g}_r{self.round_s:g}_seed{self.seed}_{GENERATOR}")
 
 
 @dataclass
@@ -93,8 +95,20 @@ def _updates(shape: Shape) -> dict[str, np.ndarray]:
     ad = np.concatenate([rng.permutation(keys) for _ in range(rounds)])[:total].astype(np.int64)
     arrival = (np.arange(total, dtype=np.int64) * SECOND) // shape.update_rate
     delay = rng.integers(0, int(shape.lateness_s * SECOND), size=total)
-    return {"ad_id": ad, "ts": BASE_US + arrival - delay,
+    return {"ad_id": ad, "ts": _without_ties(ad, BASE_US + arrival - delay),
             "campaign": rng.integers(0, CAMPAIGNS, size=total).astype(np.int32), "arrival": arrival}
+
+
+def _without_ties(ad: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """`ts` with the later arrival of two updates of one ad at one time moved 1 us earlier (until no
+    such pair is left): its delay grows by 1 us, at most to the lateness, so it is still not late."""
+    ts = ts.copy()
+    while True:
+        order = np.lexsort((ts, ad))
+        tied = (ad[order][1:] == ad[order][:-1]) & (ts[order][1:] == ts[order][:-1])
+        if not tied.any():
+            return ts
+        ts[np.maximum(order[1:][tied], order[:-1][tied])] -= 1  # arrival order is index order
 
 
 def _events(shape: Shape) -> dict[str, np.ndarray]:

@@ -50,7 +50,9 @@ object BatchBounds extends Logging {
     joins.put(s"$query|$join", Registered(log, waiting))
     // A restart in this driver (the same query id) is a new run: its first batch empties the batch's
     // waiting-events directory again, as a new driver would, before its tasks write there (possibly
-    // in another number of files than the failed run's).
+    // in another number of files than the failed run's). The stopped run's queued preparations land
+    // first, so none of them records a bound after this.
+    awaitPrepared()
     val prefix = s"$query|$join|"
     bounds.keySet.removeIf(k => k.startsWith(prefix) && k.substring(prefix.length).toLongOption.isDefined)
   }
@@ -116,7 +118,7 @@ object BatchBounds extends Logging {
     }
   }
 
-  /** For tests: returns once every bound prepared so far is recorded (or failed). */
+  /** Returns once every bound prepared so far is recorded (or failed). */
   private[spark] def awaitPrepared(): Unit = preparer.submit(new Runnable { override def run(): Unit = () }).get()
 
   /** From a task anywhere: on the driver JVM a direct call, on an executor one call to the coordinator. */

@@ -1,7 +1,7 @@
 """AdCamp benchmark (Nova section 5.1): this plugin's fetch join beside what a Spark user would
 otherwise do, on the same generated input, in the same run.
 
-    .venv/bin/python benchmarks/adcamp/run.py --out benchmarks/results/adcamp          # full (~25 min, 2 cores)
+    .venv/bin/python benchmarks/adcamp/run.py --out benchmarks/results/adcamp          # full (~60 min, 2 cores)
     .venv/bin/python benchmarks/adcamp/run.py --quick --out /tmp/adcamp-quick          # smoke (~2-4 min)
 
 For each update rate: the highest event rate each method sustains (search over event rates) and

@@ -19,32 +19,55 @@ def _updates(times, keys, campaigns):
     return pd.DataFrame({"ad_id": keys, "campaign": campaigns, "ts": pd.to_datetime(times, unit="s", utc=True)})
 
 
-@pytest.mark.parametrize("lateness", [None, "100 seconds"])
-def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name, lateness):
+def _events(ids, times):
+    return pd.DataFrame({"event_id": ids, "user_id": "u", "ad_id": "a",
+                         "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
+
+
+class _SinkThatCrashesOnce:
+    """A foreachBatch sink that keeps every attempt's (event_id, campaign) rows per batch and fails the
+    first batch with rows after taking them (`before_crash` runs first): a driver that dies between
+    the sink's commit and Spark's commit log."""
+
+    def __init__(self, before_crash=lambda: None):
+        self.attempts: dict[int, list[list[tuple]]] = {}
+        self.crashed: list[int] = []
+        self.before_crash = before_crash
+
+    def __call__(self, df, batch_id):
+        rows = sorted((r["event_id"], r["campaign"]) for r in df.collect())
+        self.attempts.setdefault(batch_id, []).append(rows)
+        if rows and not self.crashed:
+            self.before_crash()
+            self.crashed.append(batch_id)
+            raise RuntimeError("simulated crash after the sink committed")
+
+
+def _state_at_25_seconds(spark, workdir, state_name):
+    """A State of ads' campaigns ('a' -> c1 at 5 s) and its running writer query, U at 25 s."""
     ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
     write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
     writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
               .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
               .option("checkpointLocation", str(workdir / "ck-updates")).start())
-    drained(writer)  # U = 25 s
+    drained(writer)
+    return writer
 
-    times = [10, 20, 30, 40, 50, 60]
-    events = pd.DataFrame({"event_id": range(1, 7), "user_id": "u", "ad_id": "a",
-                           "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
-    write_batches(workdir / "events", [events])
-    attempts: dict[int, list[list[tuple]]] = {}
-    crashed = []
 
-    def sink(df, batch_id):
-        rows = sorted((r["event_id"], r["campaign"]) for r in df.collect())
-        attempts.setdefault(batch_id, []).append(rows)
-        if rows and not crashed:
-            # Between the sink's commit and Spark's commit log: U moves on (a later update of 'a' at
-            # 35 s, U to 100 s), then the driver "dies".
-            write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
-            drained(writer)
-            crashed.append(batch_id)
-            raise RuntimeError("simulated crash after the sink committed")
+@pytest.mark.parametrize("lateness", [None, "100 seconds"])
+def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name, lateness):
+    writer = _state_at_25_seconds(spark, workdir, state_name)
+
+    write_batches(workdir / "events", [_events(range(1, 7), [10, 20, 30, 40, 50, 60])])
+
+    def move_u():
+        # Between the sink's commit and Spark's commit log: U moves on (a later update of 'a' at
+        # 35 s, U to 100 s), then the driver "dies".
+        write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
+        drained(writer)
+
+    sink = _SinkThatCrashesOnce(before_crash=move_u)
+    attempts, crashed = sink.attempts, sink.crashed
 
     queries = []
 
@@ -75,28 +98,12 @@ def test_a_rerun_in_the_same_driver_with_another_number_of_input_partitions(spar
     """The failed run's batch wrote its waiting events in one file per task; restarted in the same
     driver, the re-run of that batch reads its input in fewer partitions. Its tasks must start from
     an empty directory (as after a new driver), or the next batch finds two part counts mixed."""
-    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
-    write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
-    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
-              .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-              .option("checkpointLocation", str(workdir / "ck-updates")).start())
-    drained(writer)  # U = 25 s
-
-    def events(ids, times):
-        return pd.DataFrame({"event_id": ids, "user_id": "u", "ad_id": "a",
-                             "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
+    writer = _state_at_25_seconds(spark, workdir, state_name)
 
     # two files: two input partitions by default, one with minPartitionNum = 1
-    write_batches(workdir / "events", [events([1, 2, 3], [10, 30, 50]), events([4, 5, 6], [20, 40, 60])])
-    attempts: dict[int, list[list[tuple]]] = {}
-    crashed = []
-
-    def sink(df, batch_id):
-        rows = sorted((r["event_id"], r["campaign"]) for r in df.collect())
-        attempts.setdefault(batch_id, []).append(rows)
-        if rows and not crashed:
-            crashed.append(batch_id)
-            raise RuntimeError("simulated crash after the sink committed")
+    write_batches(workdir / "events", [_events([1, 2, 3], [10, 30, 50]), _events([4, 5, 6], [20, 40, 60])])
+    sink = _SinkThatCrashesOnce()
+    attempts, crashed = sink.attempts, sink.crashed
 
     def start():
         stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))

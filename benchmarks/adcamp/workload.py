@@ -9,8 +9,9 @@ Updates ("ad belongs to campaign c from time t") come in rounds: each round re-a
 in a random order, at `update_rate`/s, so no ad goes longer than two rounds plus the lateness without
 an update; that bound is what the range-join peers need (`range_s`). Update times lag their arrival
 by up to `lateness_s` (out of order, never late), and no ad has two updates at one time: the peers'
-data carries no arrival order to break such a tie, so the as-of answer would be ambiguous. Views pick an ad uniformly, a few of them ads that
-no update covers (left joins give nulls), with times up to `event_jitter_s` behind their arrival.
+data carries no arrival order to break such a tie, so the as-of answer would be ambiguous. Views
+pick an ad uniformly, a few of them ads that no update covers (left joins give nulls), with times
+up to `event_jitter_s` behind their arrival.
 Both streams go on for `tail_s` seconds after the measured slots (streams do not end): the tail's
 views push the view watermark of peer (a) past the measured ones and keep triggering the
 foreachBatch peers; only views of the measured slots are checked and timed.

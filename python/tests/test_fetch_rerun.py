@@ -54,19 +54,20 @@ def _state_at_25_seconds(spark, workdir, state_name):
     return writer
 
 
+def _move_u_to_100_seconds(workdir, writer):
+    """A later update of 'a' at 35 s (c2), and U to 100 s."""
+    write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
+    drained(writer)
+
+
 @pytest.mark.parametrize("lateness", [None, "100 seconds"])
 def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, state_name, lateness):
     writer = _state_at_25_seconds(spark, workdir, state_name)
 
     write_batches(workdir / "events", [_events(range(1, 7), [10, 20, 30, 40, 50, 60])])
 
-    def move_u():
-        # Between the sink's commit and Spark's commit log: U moves on (a later update of 'a' at
-        # 35 s, U to 100 s), then the driver "dies".
-        write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
-        drained(writer)
-
-    sink = _SinkThatCrashesOnce(before_crash=move_u)
+    # Between the sink's commit and Spark's commit log U moves on, then the driver "dies".
+    sink = _SinkThatCrashesOnce(before_crash=lambda: _move_u_to_100_seconds(workdir, writer))
     attempts, crashed = sink.attempts, sink.crashed
 
     queries = []
@@ -127,8 +128,7 @@ def test_a_rerun_in_the_same_driver_with_another_number_of_input_partitions(spar
         after = part_counts(batch)
         assert len(after) == 1 and after != before, (before, after)
         # U moves on: the next batch takes over the re-run's waiting events and answers them
-        write_batches(workdir / "updates", [_updates([35, 100], ["a", "z"], ["c2", "u100"])], first_index=1)
-        drained(writer)
+        _move_u_to_100_seconds(workdir, writer)
         drained(second)
         assert second.exception() is None
         second.stop()

@@ -26,7 +26,7 @@ from sharedstate._jars import conf_file  # noqa: E402
 from harness import Settings, run_point  # noqa: E402
 from jfr_buckets import buckets  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
-from run import METHODS  # noqa: E402
+from run import METHODS, session_conf  # noqa: E402
 from workload import Shape  # noqa: E402
 
 
@@ -46,10 +46,8 @@ def main() -> int:
     # DebugNonSafepoints: samples land on the method that ran, not the nearest safepoint
     java_opts = (f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
                  "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints")
-    spark = ss.session("adcamp-profile", master="local[4]", **{
-        "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "6g",
-        "spark.sql.streaming.numRecentProgressUpdates": "2000", "spark.databricks.delta.snapshotPartitions": "2",
-        "spark.driver.extraJavaOptions": java_opts})
+    spark = ss.session("adcamp-profile", master="local[4]", **session_conf(),
+                       **{"spark.driver.extraJavaOptions": java_opts})
     spark.sparkContext.setLogLevel("ERROR")
     redis_server = RedisServer(str(scratch)) if args.method == "redis" else None
     settings = Settings(cache=args.cache, scratch=scratch, trigger="250 milliseconds", lag_cap_s=20, startup_cap_s=60,

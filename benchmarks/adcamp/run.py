@@ -45,6 +45,27 @@ METHODS = {"sharedstate": PluginFetchJoin, "stream-stream": StreamStreamJoin, "d
 DEFAULT_METHODS = "sharedstate,stream-stream,delta,redis"
 
 
+def session_conf(shuffle_partitions: int = 2, driver_memory: str = "6g") -> dict[str, str]:
+    """The Spark settings every benchmark session (run, profile) shares."""
+    return {"spark.sql.shuffle.partitions": str(shuffle_partitions), "spark.driver.memory": driver_memory,
+            "spark.sql.streaming.numRecentProgressUpdates": "2000",
+            # Delta replays its log with 50 tasks by default: far too many for 2 cores (every method's
+            # sink commits every batch, and peer (b) reads its update table every batch).
+            "spark.databricks.delta.snapshotPartitions": "2",
+            # Delta's protocol types timestamps as microseconds and Delta Kernel writes them as INT64
+            # (delta-io/delta#3084); Spark's legacy INT96 default wraps every written timestamp in a
+            # ByteBuffer for Parquet statistics, ~7% of a sink-bound method's CPU. Every method's
+            # writes (the shared sink, peer (b)'s update table) use this.
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--conf takes KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="results directory (JSON, table, plot, command)")
@@ -72,6 +93,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trigger-ms", type=int, default=250)
     p.add_argument("--master", default="local[4]")
     p.add_argument("--shuffle-partitions", type=int, default=2)
+    p.add_argument("--conf", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting on top of the common ones (repeatable), e.g. "
+                        "spark.sql.parquet.outputTimestampType=INT96 for Spark's legacy default")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "adcamp-bench-cache")
     p.add_argument("--no-warmup", action="store_true")
@@ -117,11 +141,7 @@ def main(argv: list[str]) -> int:
     # Python workers (mapInPandas in the Redis peer) run this interpreter and import these modules.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions), "spark.driver.memory": args.driver_memory,
-            "spark.sql.streaming.numRecentProgressUpdates": "2000",
-            # Delta replays its log with 50 tasks by default: far too many for 2 cores (every method's
-            # sink commits every batch, and peer (b) reads its update table every batch).
-            "spark.databricks.delta.snapshotPartitions": "2"}
+    conf = {**session_conf(args.shuffle_partitions, args.driver_memory), **dict(args.conf)}
     spark = ss.session("adcamp-bench", master=args.master, **conf)
     spark.sparkContext.setLogLevel("ERROR")
     meta["spark"] = {"version": spark.version, "master": args.master, **conf, "trigger": f"{args.trigger_ms} ms"}

@@ -41,6 +41,7 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
     assert all(f"| 1,000 | {m} |" in table for m in METHODS), table
     assert (out / "plot.png").stat().st_size > 0
     assert "run.py --quick" in (out / "command.txt").read_text()
+    assert data["meta"]["spark"]["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
 
 
 def _measure():
@@ -73,6 +74,14 @@ def test_processed_rate_sees_a_method_that_falls_behind(seed):
     assert rate < 0.9 * 1000 and rate == pytest.approx(capacity, rel=0.07), (interval, rate)
 
 
+@pytest.mark.parametrize("steps", [1, 2])
+def test_processed_rate_is_unknown_when_the_views_came_out_in_too_few_batches(steps):
+    fed = np.repeat(np.arange(0, 9, 0.25), 250)
+    visible = 20.0 + np.floor(np.linspace(0, steps, len(fed), endpoint=False))  # `steps` output batches
+    assert len(np.unique(visible)) == steps
+    assert _measure().processed_rate(fed, visible, 1000) is None
+
+
 def test_search_runs_a_failed_point_again_once_but_never_a_wrong_one():
     sys.path.insert(0, str(ROOT / "benchmarks/adcamp"))
     from harness import search
@@ -92,3 +101,19 @@ def test_search_runs_a_failed_point_again_once_but_never_a_wrong_one():
     assert calls == {1000: 1, 2000: 1, 4000: 2, 8000: 1, 16000: 1}, "the wrong point is not run again"
     assert [(p.event_rate, p.attempt, p.discarded) for p in tried] == [
         (1000, 1, False), (2000, 1, False), (4000, 2, False), (8000, 1, False), (16000, 1, False), (4000, 1, True)]
+
+
+def test_conf_goes_on_top_of_the_common_settings_and_needs_key_equals_value(capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks/adcamp"))
+    import run
+
+    args = run._parse(["--out", "x", "--conf", "spark.sql.parquet.outputTimestampType=INT96",
+                       "--conf", "spark.some.option=a=b"])
+    conf = run.spark_conf(args)
+    assert conf["spark.sql.parquet.outputTimestampType"] == "INT96"  # Spark's legacy default, on request
+    assert conf["spark.some.option"] == "a=b"
+    assert conf["spark.databricks.delta.snapshotPartitions"] == "2"
+    assert run.spark_conf(run._parse(["--out", "x"]))["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"
+    with pytest.raises(SystemExit):
+        run._parse(["--out", "x", "--conf", "spark.sql.shuffle.partitions"])
+    assert "--conf takes KEY=VALUE, got 'spark.sql.shuffle.partitions'" in capsys.readouterr().err

@@ -96,13 +96,17 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
     settings.log(f"  {method.name:<20} u={shape.update_rate:>6}/s e={shape.event_rate:>8}/s "
                  f"{'SUSTAINED' if result.sustained else 'not sustained':<13} "
                  f"p50={_ms(result.p50_ms)} p99={_ms(result.p99_ms)} growth={_ms(result.latency_growth_ms)} "
-                 f"rate={result.processed_rate or 0:,.0f}/s correct={result.correct} load={load:.1f} "
+                 f"rate={_rate(result.processed_rate)} correct={result.correct} load={load:.1f} "
                  f"({result.wall_s:.0f}s) {result.verdict}")
     return result
 
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}ms"
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}/s"
 
 
 def _nice(rate: float) -> int:

@@ -119,8 +119,10 @@ def processed_rate(fed: np.ndarray, visible: np.ndarray, offered: float) -> floa
     has slope 1 whatever its latency, however its micro-batches cut the output into steps (a step
     function follows its line on average over every view, unlike a span between two percentiles,
     which moves by a whole batch when one batch falls on the other side); one that falls behind
-    stretches its output out (slope > 1)."""
-    if len(fed) <= 10 or np.ptp(fed) <= 0:
+    stretches its output out (slope > 1). None when the views came out in fewer than 3 steps (batches):
+    a line through one or two steps says nothing about a rate (an aborted point's few early batches
+    would fit a slope near 0, i.e. an absurd rate)."""
+    if len(fed) <= 10 or np.ptp(fed) <= 0 or len(np.unique(visible)) < 3:
         return None
     slope = float(np.polyfit(fed, visible, 1)[0])
     return float(offered / max(slope, 1e-9))

@@ -59,6 +59,11 @@ def session_conf(shuffle_partitions: int = 2, driver_memory: str = "6g") -> dict
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 
 
+def spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The common settings, then each --conf on top (a later one wins)."""
+    return {**session_conf(args.shuffle_partitions, args.driver_memory), **dict(args.conf)}
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -141,7 +146,7 @@ def main(argv: list[str]) -> int:
     # Python workers (mapInPandas in the Redis peer) run this interpreter and import these modules.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-    conf = {**session_conf(args.shuffle_partitions, args.driver_memory), **dict(args.conf)}
+    conf = spark_conf(args)
     spark = ss.session("adcamp-bench", master=args.master, **conf)
     spark.sparkContext.setLogLevel("ERROR")
     meta["spark"] = {"version": spark.version, "master": args.master, **conf, "trigger": f"{args.trigger_ms} ms"}

@@ -216,11 +216,12 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
    * drop (lazy compaction on access). Lock-free: the compacted set is published only if the entry did
    * not change meanwhile; either way the returned set answers fetches at or above the horizon alike.
    */
-  def getCompacted(key: Key, horizon: Long): ValueSet = {
-    val set = entries.get(key)
+  def getCompacted(key: Key, horizon: Long): ValueSet = compacted(key, entries.get(key), horizon)
+
+  /** `set`, read from [[get]], compacted below `horizon` as [[getCompacted]] would. */
+  def compacted(key: Key, set: ValueSet, horizon: Long): ValueSet =
     if (set == null || horizon == Long.MinValue) set
     else compactEntry(key, set, horizon)
-  }
 
   private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
     val compacted = compaction.compact(set, horizon)

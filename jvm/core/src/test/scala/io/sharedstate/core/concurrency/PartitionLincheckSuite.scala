@@ -1,14 +1,15 @@
 package io.sharedstate.core.concurrency
 
 import io.sharedstate.core._
+import io.sharedstate.core.fetch.FetchRequest
 import org.jetbrains.lincheck.datastructures.{Operation, StressOptions}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Lincheck's view of one single-partition State under concurrent fetches, update staging and commit
- * (U advance, apply), fetch progress (F advance) and compaction (sweep and lazy). Lincheck runs the
- * operations in parallel on real threads, then checks every outcome against some sequential order of
- * the same operations on a fresh instance (linearizability). Lincheck's model checker is not used:
+ * Lincheck's view of one single-partition State under concurrent fetches (single and batched), update
+ * staging and commit (U advance, apply), fetch progress (F advance) and compaction (sweep and lazy).
+ * Lincheck runs the operations in parallel on real threads, then checks every outcome against some
+ * sequential order of the same operations on a fresh instance (linearizability). Lincheck's model checker is not used:
  * on this class it reports a livelock inside ConcurrentHashMap traversal and ReentrantLock
  * acquisition that real threads never show (see docs/engine.md); the oracle stress suite covers
  * the interleavings it would have explored. Commits come from one writer and F from one
@@ -52,6 +53,10 @@ class LincheckedState {
 
   @Operation def fetchA15(): String = fetch("a", 15)
   @Operation def fetchB16(): String = fetch("b", 16)
+  /** Both fetches in one batched call: its answers must fit one point of the sequential order too. */
+  @Operation def fetchBoth(): String =
+    try state.fetch(Array(FetchRequest(new Key("a".getBytes), 15), FetchRequest(new Key("b".getBytes), 16))).map(show).mkString(" ")
+    catch { case _: SharedStateException => "below F" }
   @Operation def sweep(): Int = { state.compactionStep(2); 0 }
 }
 

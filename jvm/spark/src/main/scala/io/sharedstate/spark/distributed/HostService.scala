@@ -62,7 +62,8 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
 
   def fetch(state: String, incarnation: Long, requests: Array[FetchRequest]): Array[FetchAnswer] = {
     val h = hostedState(state, incarnation)
-    requests.map { r => h.check(r.key.partition(h.state.partitionCount)); h.state.fetch(r) }
+    requests.foreach(r => h.check(r.key.partition(h.state.partitionCount)))
+    h.state.fetch(requests)
   }
 
   def fetchAsync(state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {

@@ -16,12 +16,7 @@ final class LocalStateClient(state: State) extends StateClient {
 
   override def fetch(request: FetchRequest): FetchAnswer = state.fetch(request)
 
-  override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = {
-    val out = new Array[FetchAnswer](requests.length)
-    var i = 0
-    while (i < out.length) { out(i) = state.fetch(requests(i)); i += 1 }
-    out
-  }
+  override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = state.fetch(requests.toArray)
 
   override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = state.fetchAsync(request)
   override def changes(partition: Int, from: Long, until: Long): Array[Change] = state.changes(partition, from, until)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import subprocess
 import sys
+from datetime import datetime
 
 BUCKETS = [
     ("plugin fetch join (FetchJoinTask, FetchJoinExec)",
@@ -34,10 +36,13 @@ BUCKETS = [
 ]
 
 
-def buckets(recording: str) -> dict[str, float]:
+def buckets(recording: str, since: float | None = None) -> dict[str, float]:
+    """Percent of the samples per bucket, counting only samples taken at or after `since` (epoch seconds)."""
     raw = subprocess.run(["jfr", "print", "--json", "--stack-depth", "200", "--events", "jdk.ExecutionSample",
                           recording], capture_output=True, text=True, check=True).stdout
     events = json.loads(raw)["recording"]["events"]
+    if since is not None:
+        events = [e for e in events if _epoch_s(e["values"]["startTime"]) >= since]
     counts: collections.Counter[str] = collections.Counter()
     for event in events:
         frames = event["values"]["stackTrace"]["frames"] if event["values"].get("stackTrace") else []
@@ -49,6 +54,11 @@ def buckets(recording: str) -> dict[str, float]:
                 break
     total = sum(counts.values()) or 1
     return {name: round(100.0 * counts[name] / total, 1) for name, _ in BUCKETS if counts[name]} | {"samples": total}
+
+
+def _epoch_s(start_time: str) -> float:
+    # jfr prints e.g. "2026-11-22T21:39:04.306211234Z" (or an offset); Python reads at most microseconds
+    return datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", start_time)).timestamp()
 
 
 if __name__ == "__main__":

@@ -652,7 +652,7 @@ final class State(val spec: StateSpec) {
 
 object State {
   /** Fetches per look-up group of a batched fetch: enough misses in flight, all still in L1/L2 when answered. */
-  private[core] val FetchGroup: Int = Integer.getInteger("sharedstate.fetchGroup", 64)
+  private[core] val FetchGroup = 64
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)
 
   private final class WriterStats {

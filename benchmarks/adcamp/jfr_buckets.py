@@ -17,9 +17,9 @@ import sys
 from datetime import datetime
 
 BUCKETS = [
-    ("plugin fetch join (FetchJoinTask, FetchJoinExec)",
-     ["io.sharedstate.spark.FetchJoinTask", "io.sharedstate.spark.FetchJoinExec"]),
-    ("plugin update write / commit", ["io.sharedstate.spark.Update", "io.sharedstate.spark.EpochCommitter"]),
+    ("plugin fetch join (package fetch)",
+     ["io.sharedstate.spark.fetch."]),
+    ("plugin update write / commit", ["io.sharedstate.spark.write."]),
     ("plugin engine (other)", ["io.sharedstate."]),
     ("state store (load/commit/checkpoint files)", ["org.apache.spark.sql.execution.streaming.state."]),
     ("Delta log / commit / snapshot", ["org.apache.spark.sql.delta.", "io.delta."]),

@@ -72,7 +72,7 @@ def start_host_changes():
 
 # The change stream is a reader: its commits advance F, and sharedstate_fetch below reads as of
 # early times. A reader that never reports holds F where it is until then.
-coordinator = spark._jvm.io.sharedstate.spark.distributed.Coordinator.get()
+coordinator = spark._jvm.io.sharedstate.spark.cluster.Coordinator.get()
 coordinator.state("campaigns").registerReader("it-holds-f")
 host_changes = start_host_changes()
 
@@ -110,7 +110,7 @@ save("host_changes", pd.DataFrame(
     [(b, p, i, *row) for b, parts in sorted(host_batches.items()) for p, rows in enumerate(parts)
      for i, row in enumerate(rows)], columns=["batch", "input_partition", "index", "ad_id", "campaign", "campaigns_time"]))
 records["host_batch_partitions"] = {b: len(parts) for b, parts in host_batches.items()}
-feeds = spark._jvm.io.sharedstate.spark.HostChangeFeeds
+feeds = spark._jvm.io.sharedstate.spark.changes.HostChangeFeeds
 records["change_plans"] = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
 records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in state.progress().items()
                        if k != "writers"}

@@ -111,7 +111,7 @@ save(out, "changes", spark.table("changes").toPandas())
 save(out, "late", state.late_updates().selectExpr("key.k AS k", "time AS ts", "value.v AS v", "reason",
                                                   "update_progress").toPandas())
 save(out, "key_partitions", key_partitions(state, "k"))
-feeds = spark._jvm.io.sharedstate.spark.HostChangeFeeds
+feeds = spark._jvm.io.sharedstate.spark.changes.HostChangeFeeds
 records["change_plans"] = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
 finish(out, records, "CLUSTER-CONTINUOUS-APP-OK")
 spark.stop()

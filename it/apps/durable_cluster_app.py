@@ -81,7 +81,7 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
     changes.processAllAvailable()
     changes.stop()
     spark.read.parquet(str(workdir / "changes")).toPandas().to_parquet(workdir / "changes.parquet")
-    feeds = spark.sparkContext._jvm.io.sharedstate.spark.HostChangeFeeds
+    feeds = spark.sparkContext._jvm.io.sharedstate.spark.changes.HostChangeFeeds
     change_plans = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")
     # A batch fetch of every key just below U compacts (keep_latest, lazily on access) what is below

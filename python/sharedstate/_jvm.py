@@ -11,4 +11,4 @@ def api(spark: SparkSession):
 
 
 def fetch_join_entry(spark: SparkSession):
-    return spark._jvm.io.sharedstate.spark.FetchJoin
+    return spark._jvm.io.sharedstate.spark.fetch.FetchJoin

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from sharedstate._jars import DELTA_COORDINATE, SPARK_PROVIDED_EXCLUDES, conf_file, plugin_jar
 
-PLUGIN_CLASS = "io.sharedstate.spark.distributed.SharedStatePlugin"
+PLUGIN_CLASS = "io.sharedstate.spark.SharedStatePlugin"
 
 
 def _defaults() -> dict[str, str]:

@@ -1,8 +1,12 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{StateMetrics, StateSpec}
-import io.sharedstate.spark.distributed.Coordinator
+import io.sharedstate.spark.cluster.Coordinator
+import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.DurableStates
+import io.sharedstate.spark.fetch.FetchJoin
+import io.sharedstate.spark.rows.StateSchemas
+
+import io.sharedstate.core.{StateMetrics, StateSpec}
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /**

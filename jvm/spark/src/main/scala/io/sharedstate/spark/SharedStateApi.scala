@@ -1,9 +1,11 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.cluster.{Coordinator, DriverState}
+import io.sharedstate.spark.durable.DurableStates
+import io.sharedstate.spark.rows.StateSchemas
+
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.sharedstate.core.EventTime
-import io.sharedstate.spark.distributed.{Coordinator, DriverState}
-import io.sharedstate.spark.durable.DurableStates
 import org.apache.spark.sql.SparkSession
 import scala.jdk.CollectionConverters._
 

@@ -1,5 +1,7 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.fetch.{FetchJoinStrategy, SharedStateFetchExpression}
+
 import org.apache.spark.sql.{SparkSessionExtensions, SparkSessionExtensionsProvider}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo

@@ -1,7 +1,11 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.cluster.DriverState
+import io.sharedstate.spark.config.{ReadOptions, UpdateOptions}
+import io.sharedstate.spark.rows.StateSchemas
+import io.sharedstate.spark.write.{BulkLoadWrite, UpdateMetrics, UpdateStreamingWrite}
+
 import io.sharedstate.core.EventTime
-import io.sharedstate.spark.distributed.DriverState
 import java.util
 import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, TableCapability}
 import org.apache.spark.sql.connector.metric.CustomMetric

@@ -1,9 +1,14 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.RejectedUpdate
-import io.sharedstate.spark.distributed.{DriverState, StateClient}
-import io.sharedstate.spark.distributed.Messages.StoredPairs
+import io.sharedstate.spark.changes.{ChangeContinuousStream, ChangeMicroBatchStream}
+import io.sharedstate.spark.cluster.{DriverState, StateClient}
+import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.DurableStates
+import io.sharedstate.spark.fetch.batch.{BatchBounds, ProgressTickStream}
+import io.sharedstate.spark.read.{AsOfScan, RejectedScan}
+import io.sharedstate.spark.rows.{StateSchemas, StoredPairs}
+
+import io.sharedstate.core.RejectedUpdate
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}

@@ -1,5 +1,7 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.config.UpdateOptions
+
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 

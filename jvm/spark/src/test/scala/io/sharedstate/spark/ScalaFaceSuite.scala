@@ -1,5 +1,7 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.fetch.FetchJoinTask
+
 import java.nio.file.Files
 import java.sql.Timestamp
 import org.apache.spark.sql.SparkSession

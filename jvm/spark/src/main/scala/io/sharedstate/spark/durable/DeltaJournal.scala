@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{JournalCommit, RejectedUpdate, SharedStateException, StateJournal}
-import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
+import ChangelogSchema.{Events, JournalPartition}
 
 /**
  * The journal of a durable State: every progress event becomes a row of the changelog's journal

@@ -1,8 +1,10 @@
 package io.sharedstate.spark.durable
 
+import io.sharedstate.spark.cluster.SharedStateRuntime
+import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.rows.StoredPairs
+
 import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateSpec}
-import io.sharedstate.spark.SharedStateRuntime
-import io.sharedstate.spark.Intervals
 import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -81,7 +83,7 @@ object DurableStates extends Logging {
    * [[TimeTravel]]) when `time` is below `horizon`, min(F, U), under which compaction may have dropped
    * versions in memory; None when memory answers (not durable, no compaction, or `time` not below it).
    */
-  def asOfFromTables(spark: SparkSession, spec: StateSpec, time: Long, horizon: Long): Option[IndexedSeq[io.sharedstate.spark.distributed.Messages.StoredPairs]] =
+  def asOfFromTables(spark: SparkSession, spec: StateSpec, time: Long, horizon: Long): Option[IndexedSeq[StoredPairs]] =
     Option(open.get(spec.name)).flatMap { d =>
       if (time >= horizon || spec.compaction.trim.equalsIgnoreCase("none")) None
       else Some(TimeTravel.asOf(spark, spec, d.log, d.snapshots, time))

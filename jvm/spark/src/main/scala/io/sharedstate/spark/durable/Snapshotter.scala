@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.delta.tables.DeltaTable
-import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
+import ChangelogSchema.{Events, JournalPartition}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 

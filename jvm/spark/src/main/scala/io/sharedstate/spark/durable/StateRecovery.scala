@@ -2,7 +2,7 @@ package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, State, StateReplay, UpdateBatch}
 import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
-import io.sharedstate.spark.durable.ChangelogSchema.{Events, JournalPartition}
+import ChangelogSchema.{Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
 import java.util.concurrent.atomic.AtomicInteger
 

@@ -1,9 +1,9 @@
 package io.sharedstate.spark.durable
 
+import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
+
 import io.delta.tables.DeltaTable
 import io.sharedstate.core.{EventTime, SharedStateException, State, StateSpec}
-import io.sharedstate.spark.distributed.AsOfPairs
-import io.sharedstate.spark.distributed.Messages.StoredPairs
 import org.apache.spark.sql.SparkSession
 
 /**

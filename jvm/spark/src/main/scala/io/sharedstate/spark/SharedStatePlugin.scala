@@ -1,0 +1,36 @@
+package io.sharedstate.spark
+
+import io.sharedstate.spark.cluster.{Coordinator, ExecutorNode}
+
+import java.util
+import org.apache.spark.SparkContext
+import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.apache.spark.internal.Logging
+import org.apache.spark.sharedstate.RpcBridge
+import scala.util.control.NonFatal
+
+/**
+ * `spark.plugins=SharedStatePlugin` (ss.session and ss.configure set
+ * it): starts the coordinator with the driver and a State host with every executor, so new States
+ * are spread over the executors. Without it everything still works: the coordinator starts with the
+ * first State, and executors start their host at their first State access.
+ */
+final class SharedStatePlugin extends SparkPlugin {
+  override def driverPlugin(): DriverPlugin = new DriverPlugin {
+    override def init(sc: SparkContext, ctx: PluginContext): util.Map[String, String] = {
+      Coordinator.start(sc)
+      util.Collections.emptyMap()
+    }
+  }
+
+  override def executorPlugin(): ExecutorPlugin = new ExecutorPlugin with Logging {
+    override def init(ctx: PluginContext, extraConf: util.Map[String, String]): Unit =
+      if (!RpcBridge.isDriver) {
+        // (ctx.hostname() needs the executor's SparkEnv RpcEnv to have an address, which a client-mode one has not)
+        try ExecutorNode.start(RpcBridge.executorHost)
+        catch { case NonFatal(e) => logWarning("sharedstate host did not start; this executor will host no State", e) }
+      }
+
+    override def shutdown(): Unit = ExecutorNode.stop()
+  }
+}

@@ -1,0 +1,250 @@
+package io.sharedstate.spark.cluster
+
+import io.sharedstate.spark.durable.PartitionSource
+import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
+
+import io.sharedstate.core.{FetchAnswer, RejectedUpdate, SharedStateException, State, StateMetrics, StateSpec, UpdateBatch}
+import io.sharedstate.core.fetch.FetchRequest
+import Messages._
+import java.util.concurrent.ConcurrentHashMap
+import org.apache.spark.internal.Logging
+import org.apache.spark.sharedstate.RpcBridge
+import scala.collection.immutable.BitSet
+import scala.jdk.CollectionConverters._
+
+/**
+ * The State partitions one JVM hosts: per State, a core [[State]] of which this host holds the
+ * partitions the coordinator assigned to it (the others stay empty). The coordinator sends every host
+ * of a State the same lifecycle steps in the same order, so each host's U equals the driver's.
+ * Requests name the State's incarnation and stay inside the host's partitions, so a stale or
+ * misrouted request fails instead of answering from an empty partition.
+ *
+ * A durable State's partitions are rebuilt from its tables when hosted (after a driver restart) or
+ * adopted from a lost host (see [[Adopted]]).
+ */
+final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler with Logging {
+  import HostService.Hosted
+  private val hosted = new ConcurrentHashMap[String, Hosted]()
+
+  override def handle(message: Any): Any = message match {
+    case Host(spec, incarnation, partitions, source, after) =>
+      val rejections = host(spec, incarnation, partitions, source)
+      if (source.isEmpty) true else Rebuilt(rejections.filter(_._1 > after).toArray)
+    case Adopt(spec, incarnation, partitions, source, after) =>
+      Rebuilt(adopt(spec, incarnation, partitions, source).filter(_._1 > after).toArray)
+    case Ping => true
+    case EncodePartition(state, inc, partition) =>
+      val h = hostedState(state, inc); h.check(partition); h.state.snapshotPartition(partition)
+    case Drop(state) => drop(state); true
+    case m: Lifecycle => lifecycle(m)
+    case Stage(state, inc, writer, epoch, task, keys, times, values, rejected) =>
+      val batch = new UpdateBatch
+      var i = 0
+      while (i < keys.length) { batch.add(keys(i), times(i), values(i)); i += 1 }
+      rejected.foreach(batch.reject)
+      stage(state, inc, writer, epoch, task, batch); true
+    case Fetch(state, inc, requests) => fetch(state, inc, requests)
+    case ScanAsOf(state, inc, partition, asOf) => scanAsOf(state, inc, partition, asOf)
+    case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
+    case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
+    case m: HostFeedMessages.HostFeedRequest =>
+      val h = hostedState(m.state, m.incarnation); HostFeeds.serve(h.state, h.partitions.toSeq, m)
+    case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
+    case GetRejected(state, inc) => val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
+    case GetMetrics(state, inc) => val h = hostedState(state, inc); h.adopted.addTo(h.state.metrics)
+    case other => throw new SharedStateException(s"sharedstate host $id: unknown message ${other.getClass.getName}.")
+  }
+
+  def stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = {
+    val h = hostedState(state, incarnation)
+    var i = 0
+    while (i < batch.size) { h.check(h.state.partitionOf(new io.sharedstate.core.Key(batch.keyAt(i))).id); i += 1 }
+    h.state.stage(writer, epoch, task, batch)
+  }
+
+  def fetch(state: String, incarnation: Long, requests: Array[FetchRequest]): Array[FetchAnswer] = {
+    val h = hostedState(state, incarnation)
+    requests.foreach(r => h.check(r.key.partition(h.state.partitionCount)))
+    h.state.fetch(requests)
+  }
+
+  def fetchAsync(state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {
+    val h = hostedState(state, incarnation)
+    h.check(request.key.partition(h.state.partitionCount))
+    h.state.fetchAsync(request)
+  }
+
+  def changes(state: String, incarnation: Long, partition: Int, from: Long, until: Long): Array[io.sharedstate.core.Change] = {
+    val h = hostedState(state, incarnation)
+    h.check(partition)
+    h.state.changes(partition, from, until)
+  }
+
+  def hostProgress(state: String, incarnation: Long): Long = hostedState(state, incarnation).state.updateProgress
+
+  def scanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long): StoredPairs = {
+    val h = hostedState(state, incarnation)
+    h.check(partition)
+    AsOfPairs.of(h.state.partition(partition), asOf)
+  }
+
+  def hostedNames: Seq[String] = hosted.keySet.asScala.toSeq.sorted
+
+  /**
+   * Hosts every partition of `state`, a State of this JVM that something else keeps up to date (a
+   * read-only durable State following its owner's changelog on the driver): requests reach it as
+   * any hosted State's; lifecycle steps go to it directly, not through here.
+   */
+  def hostExisting(incarnation: Long, state: State): Unit = {
+    val old = hosted.put(state.name, new Hosted(incarnation, state, BitSet(0 until state.partitionCount: _*), id, None))
+    if (old != null && (old.state ne state)) old.state.close()
+  }
+
+  // What the rebuild rejected (none when the State was hosted already in this incarnation).
+  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource]): Seq[(Long, RejectedUpdate)] = {
+    var rejections: Seq[(Long, RejectedUpdate)] = Nil
+    hosted.compute(spec.name, (_, old) => {
+      if (old != null && old.incarnation == incarnation) old
+      else {
+        if (old != null) old.state.close()
+        val state = new State(spec)
+        source.foreach(s => rejections = rebuild(state, partitions, s))
+        new Hosted(incarnation, state, BitSet(partitions.toIndexedSeq: _*), id, source)
+      }
+    })
+    rejections
+  }
+
+  // Adopted partitions are rebuilt in a State of their own (its progress replayed from the journal,
+  // equal to this host's, since the coordinator holds commits meanwhile), then moved into the live one.
+  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
+    val current = hosted.get(spec.name)
+    val rejections = if (current == null || current.incarnation != incarnation) host(spec, incarnation, partitions, Some(source))
+    else {
+      val rebuilt = new State(spec)
+      val rejections = rebuild(rebuilt, partitions, source)
+      partitions.foreach { p =>
+        current.state.restorePartition(io.sharedstate.core.codec.SnapshotCodec.decode(rebuilt.snapshotPartition(p)))
+      }
+      current.adopted.add(rebuilt, current.state, partitions)
+      rebuilt.close()
+      current.partitions = current.partitions ++ partitions
+      rejections
+    }
+    // What tasks staged for these partitions before they moved was staged at the lost host.
+    hosted.get(spec.name).restageFirstCommits()
+    rejections
+  }
+
+  private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
+    val started = System.nanoTime()
+    val rejections = source.rebuild(state, partitions.toSet)
+    logInfo(s"State ${state.name}: partition(s) ${partitions.mkString(", ")} rebuilt on $id from ${source.changelogPath} " +
+      s"in ${(System.nanoTime() - started) / 1000000} ms")
+    rejections
+  }
+
+  private def drop(state: String): Unit = {
+    val old = hosted.remove(state)
+    if (old != null) old.state.close()
+    onDrop(state)
+  }
+
+  // A durable State's host hands back what the step rejected (the driver writes the rejected table).
+  private def lifecycle(m: Lifecycle): Any = {
+    val h = hostedState(m.state, m.incarnation)
+    val s = h.state
+    val answer = m match {
+      case RegisterWriter(_, _, w) => s.registerWriter(w); true
+      case CheckNotLate(_, _, w, e) => s.checkNotLate(w, e); true
+      case CommitEpoch(_, _, w, e, p) =>
+        h.restageIfNeeded(w, e)
+        val o = s.commitEpoch(w, e, p); Committed(o.accepted, o.rejected)
+      case AbortEpoch(_, _, w, e) => s.abortEpoch(w, e); true
+      case FinishWriter(_, _, w) => s.finishWriter(w); true
+      case DeregisterWriter(_, _, w) => s.deregisterWriter(w); true
+      case RegisterReader(_, _, r) => s.registerReader(r); true
+      case ReportFetchProgress(_, _, r, p) => s.reportFetchProgress(r, p); true
+      case FinishReader(_, _, r) => s.finishReader(r); true
+      case DeregisterReader(_, _, r) => s.deregisterReader(r); true
+    }
+    val rejected = h.rejections.map(_.drain()).getOrElse(Array.empty[RejectedUpdate])
+    answer match {
+      case c: Committed => c.copy(rejections = rejected)
+      case other => if (rejected.isEmpty) other else StepRejected(rejected)
+    }
+  }
+
+  private def hostedState(state: String, incarnation: Long): Hosted = {
+    val h = hosted.get(state)
+    if (h == null || h.incarnation != incarnation) throw new SharedStateException(
+      s"State '$state' is not hosted by $id" + (if (h == null) "" else " in this incarnation") +
+        ": it was dropped (or re-created) since this request was routed, or this executor replaced a lost one " +
+        "(an in-memory State's lost partitions are not rebuilt: re-create the State or restart the application).")
+    h
+  }
+}
+
+object HostService {
+  /** The endpoint name of a host's service (on the host's own RPC environment). */
+  val Endpoint = "sharedstate-host"
+
+  private final class Hosted(val incarnation: Long, val state: State, @volatile var partitions: BitSet, host: HostId,
+      source: Option[PartitionSource]) {
+    val adopted = new Adopted
+    /** A durable State's host collects what each step rejects (see [[StepRejections]]). */
+    val rejections: Option[StepRejections] = source.map { _ =>
+      val j = new StepRejections
+      state.attachJournal(j)
+      j
+    }
+    @volatile private var restage = false
+    private val restaged = ConcurrentHashMap.newKeySet[String]()
+
+    def check(partition: Int): Unit = if (!partitions.contains(partition)) throw new SharedStateException(
+      s"State '${state.name}' partition $partition is not hosted by $host (it hosts ${partitions.mkString(", ")}); " +
+        "the request was misrouted.")
+
+    def restageFirstCommits(): Unit = { restaged.clear(); restage = true }
+
+    /**
+     * After an adoption, each writer's next epoch is staged again from the changelog (the coordinator
+     * committed it there before sending the commit): the tasks that ran before the move staged their
+     * updates of the adopted partitions at the lost host. Each task's batch replaces its earlier one.
+     */
+    def restageIfNeeded(writer: String, epoch: Long): Unit =
+      if (restage && restaged.add(writer) && epoch > state.lastCommittedEpoch(writer)) source.foreach { s =>
+        s.epochTasks(state.partitionCount, partitions.toSeq, writer, epoch).foreach { case (task, batch) =>
+          state.stage(writer, epoch, task, batch)
+        }
+      }
+  }
+
+  /**
+   * What the adopted partitions' rebuild counted that the live State's own counters do not hold: the
+   * rejected updates, applied counts and per-writer counts the lost host had for them.
+   */
+  private final class Adopted {
+    @volatile private var extra = (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)])
+
+    def rejected: Seq[io.sharedstate.core.RejectedUpdate] = extra._1
+
+    def add(rebuilt: State, live: State, partitions: Array[Int]): Unit = synchronized {
+      val applied = partitions.map(p => rebuilt.partition(p).updatesApplied - live.partition(p).updatesApplied).sum
+      val counts = rebuilt.metrics.writerCounts
+      val (r, a, w) = extra
+      extra = (r ++ rebuilt.rejectedUpdates, a + applied, (w.keySet ++ counts.keySet).map { k =>
+        val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+      }.toMap)
+    }
+
+    def addTo(m: StateMetrics): StateMetrics = {
+      val (r, a, w) = extra
+      if (r.isEmpty && a == 0L && w.isEmpty) m
+      else m.copy(updatesApplied = m.updatesApplied + a, updatesRejected = m.updatesRejected + r.size,
+        writerCounts = (m.writerCounts.keySet ++ w.keySet).map { k =>
+          val (x1, y1) = m.writerCounts.getOrElse(k, (0L, 0L)); val (x2, y2) = w.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+        }.toMap)
+    }
+  }
+}

@@ -1,0 +1,72 @@
+package io.sharedstate.spark.cluster
+
+import io.sharedstate.spark.rows.StoredPairs
+
+import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.fetch.FetchRequest
+import java.util.concurrent.CompletableFuture
+import org.apache.spark.internal.Logging
+
+/**
+ * The task-side client of a cluster State: each call goes through a [[RoutedStateClient]] on the
+ * route this JVM knows; when a host does not answer, the coordinator is told (it checks the host and,
+ * for a durable State, rebuilds the lost partitions on a live host before answering), the route is
+ * fetched again and the call is retried, a bounded number of times. Every call is safe to repeat: a
+ * stage replaces the task's earlier one, the others read.
+ */
+final class RecoveringStateClient(state: String, node: ClusterNode) extends StateClient with Logging {
+  import RecoveringStateClient.Attempts
+
+  private def attempt[T](call: RoutedStateClient => T): T = {
+    var tries = 0
+    while (true) {
+      try return call(node.routed(state))
+      catch {
+        case e: HostUnreachableException if tries + 1 < Attempts =>
+          tries += 1
+          logWarning(s"State $state: ${e.host} did not answer; asking the coordinator, then retrying ($tries of ${Attempts - 1})")
+          node.forget(state)
+          node.hostUnreachable(state, e.host)
+          node.forget(state)
+      }
+    }
+    throw new IllegalStateException("unreachable")
+  }
+
+  private val first = node.routed(state) // an unknown State fails here, naming the existing ones
+  override def name: String = state
+  override def spec: StateSpec = first.spec
+  override def updateProgress: Long = node.updateProgress(state)
+
+  override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = attempt(_.stage(writer, epoch, task, batch))
+  override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = attempt(_.fetch(requests))
+
+  override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = fetchAsync(request, 1)
+
+  private def fetchAsync(request: FetchRequest, tries: Int): CompletableFuture[FetchAnswer] =
+    attempt(_.fetchAsync(request)).exceptionallyCompose { e =>
+      unreachable(e) match {
+        case Some(lost) if tries < Attempts =>
+          CompletableFuture.supplyAsync(() => { node.forget(state); node.hostUnreachable(state, lost.host); node.forget(state) })
+            .thenCompose(_ => fetchAsync(request, tries + 1))
+        case _ => CompletableFuture.failedFuture[FetchAnswer](e)
+      }
+    }
+
+  override def changes(partition: Int, from: Long, until: Long): Array[Change] = attempt(_.changes(partition, from, until))
+  override def updateProgressAt(partition: Int): Long = attempt(_.updateProgressAt(partition))
+  override def readerProgress(reader: String): Option[Long] = node.readerProgress(state, reader)
+  override def ensureReader(reader: String): Unit = node.ensureReader(state, reader)
+  override def asOf(partition: Int, asOf: Long): StoredPairs = attempt(_.asOf(partition, asOf))
+  override def rejectedUpdates: Seq[RejectedUpdate] = attempt(_.rejectedUpdates)
+  override def preferredHost(partition: Int): Option[String] = attempt(_.preferredHost(partition))
+  override def changeSubscription(id: Long): ChangeSubscription = first.changeSubscription(id) // fails as the routed client does
+
+  private def unreachable(e: Throwable): Option[HostUnreachableException] =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case h: HostUnreachableException => h }
+}
+
+object RecoveringStateClient {
+  /** Tries per call: a host lost, its partitions rebuilt elsewhere, and that host lost too, with room to spare. */
+  val Attempts = 4
+}

@@ -1,0 +1,92 @@
+package io.sharedstate.spark.config
+
+import io.sharedstate.spark.fetch.batch.ProgressTicks
+import io.sharedstate.spark.read.RejectedScan
+import io.sharedstate.spark.rows.StateSchemas
+
+import io.sharedstate.core.{EventTime, SharedStateException}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * Options of a read: which table of the State and as of when (batch), or where a change stream
+ * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
+ */
+final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String,
+    fetchJoin: Option[String] = None) {
+  /** Fails for options that only apply to streaming reads. */
+  def checkBatch(): Unit = {
+    if (startingOffsets != null) throw new SharedStateException(
+      s"Option '${ReadOptions.StartingOffsets}' applies to streaming reads (the change stream) only.")
+    if (table == ReadOptions.ProgressTable) throw new SharedStateException(
+      s"Table '${ReadOptions.ProgressTable}' is a stream of update progress; read it with readStream.")
+  }
+
+  /** Fails for options that only apply to batch reads. */
+  def checkStreaming(): Unit = {
+    if (table != ReadOptions.StateTable && table != ReadOptions.ProgressTable) throw new SharedStateException(
+      s"A streaming read of a State is its change stream; option '${ReadOptions.Table}' = '$table' applies to batch reads only.")
+    if (asOfMicros != EventTime.PlusInfinity) throw new SharedStateException(
+      s"Option '${ReadOptions.AsOf}' applies to batch reads only; a streaming read gives the changes in time order.")
+  }
+}
+
+object ReadOptions {
+  val Table = "table"
+  val AsOf = "asOf"
+  val StateTable = "state"
+  val RejectedTable = "rejected"
+  /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
+  val ProgressTable = "progress"
+  val StartingOffsets = "startingOffsets"
+  /** Set by a fetch join on its progress stream: the join's name, under which its batch bounds are kept. */
+  val FetchJoin = "fetchJoin"
+  val Earliest = "earliest"
+  val Latest = "latest"
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, FetchJoin)
+
+  /** Every option of a scan must be known: a typo is an error, not a silent default. */
+  def checkKnown(options: CaseInsensitiveStringMap): Unit = {
+    import scala.jdk.CollectionConverters._
+    val unknown = options.keySet.asScala.filterNot(k => Known.exists(_.equalsIgnoreCase(k)))
+    if (unknown.nonEmpty) throw new SharedStateException(
+      s"Unknown read option(s) ${unknown.toSeq.sorted.mkString(", ")}; supported: ${Known.mkString(", ")}.")
+  }
+
+  def parse(options: CaseInsensitiveStringMap, schemas: StateSchemas): ReadOptions = {
+    val table = Option(options.get(Table)).map(_.trim.toLowerCase).getOrElse(StateTable)
+    val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
+    if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
+      s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
+    Seq(FetchJoin).filter(options.containsKey).foreach { o =>
+      if (table != ProgressTable) throw new SharedStateException(s"Option '$o' applies to table '$ProgressTable' only, not '$table'.")
+    }
+    table match {
+      case StateTable =>
+        ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
+          schemas.asOfSchema, starting)
+      case RejectedTable =>
+        if (options.containsKey(AsOf)) {
+          throw new SharedStateException(s"Option '$AsOf' applies to table '$StateTable' only, not '$RejectedTable'.")
+        }
+        ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
+      case ProgressTable =>
+        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting,
+          Option(options.get(FetchJoin)).map(_.trim).filter(_.nonEmpty))
+      case other =>
+        throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
+          s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")
+    }
+  }
+
+  /** A timestamp in the session time zone, as Spark SQL would read it. */
+  def parseTime(text: String): Long = {
+    val zone = SparkSession.getActiveSession.map(_.sessionState.conf.sessionLocalTimeZone)
+      .map(DateTimeUtils.getZoneId).getOrElse(java.time.ZoneId.systemDefault())
+    DateTimeUtils.stringToTimestamp(UTF8String.fromString(text.trim), zone).getOrElse(
+      throw new SharedStateException(s"Option '$AsOf': '$text' is not a timestamp; use e.g. '2026-11-20 10:00:00'."))
+  }
+}

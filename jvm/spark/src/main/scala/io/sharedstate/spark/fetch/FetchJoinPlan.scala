@@ -1,0 +1,25 @@
+package io.sharedstate.spark.fetch
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
+
+/**
+ * The fetch join's operator in a logical plan. Its input is the events (event columns then the two
+ * tick columns, null) unioned with the State's progress ticks; its output is [[FetchJoinRows.schema]].
+ * `inputs` lists the child's columns so the optimizer sees them all used: the operator reads every
+ * event column by position and must not have any pruned below it.
+ */
+final case class FetchJoinNode(spec: FetchJoinSpec, join: String, reportsProgress: Boolean, inputs: Seq[Attribute],
+    output: Seq[Attribute], child: LogicalPlan) extends UnaryNode {
+  override def producedAttributes: AttributeSet = AttributeSet(output)
+  override protected def withNewChildInternal(newChild: LogicalPlan): FetchJoinNode = copy(child = newChild)
+}
+
+/** Plans [[FetchJoinNode]] as [[FetchJoinExec]] (installed by [[SharedStateExtensions]]). */
+object FetchJoinStrategy extends SparkStrategy {
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case n: FetchJoinNode => FetchJoinExec(n.spec, n.join, n.child.isStreaming, n.reportsProgress, n.output, planLater(n.child)) :: Nil
+    case _ => Nil
+  }
+}

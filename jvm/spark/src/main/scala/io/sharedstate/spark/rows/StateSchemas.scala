@@ -1,0 +1,70 @@
+package io.sharedstate.spark.rows
+
+import io.sharedstate.core.{SharedStateException, StateSpec}
+import org.apache.spark.sql.types.{DataType, StructField, StructType, TimestampType}
+import scala.util.control.NonFatal
+
+/** Spark schemas of a State: its key and value structs, and the columns reads and joins produce. */
+final case class StateSchemas(stateName: String, key: StructType, value: StructType) {
+
+  /** The column that carries the timestamp of the value used, in fetch joins and as-of reads. */
+  def timeColumn: String = s"${stateName}_time"
+
+  /** key columns, value columns, then the value's timestamp. */
+  def asOfSchema: StructType =
+    StructType(key.fields ++ value.fields.map(_.copy(nullable = true)) :+ StructField(timeColumn, TimestampType))
+}
+
+object StateSchemas {
+  def of(spec: StateSpec): StateSchemas =
+    StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema))
+
+  def parse(state: String, what: String, ddl: String): StructType = {
+    val schema = try StructType.fromDDL(ddl) catch {
+      case NonFatal(e) => throw new SharedStateException(
+        s"State '$state': the $what schema '$ddl' is not a valid DDL column list such as " +
+          s"'ad_id STRING' or 'user STRING, item BIGINT': ${e.getMessage}", e)
+    }
+    if (schema.isEmpty) throw new SharedStateException(s"State '$state': the $what schema has no column.")
+    schema
+  }
+
+  /** Ordinals of `names` in `schema`, checking each column's type against `expected`. */
+  def bindColumns(schema: StructType, names: Seq[String], expected: StructType, option: String,
+      state: String): Array[Int] = {
+    if (names.length != expected.length) {
+      throw new SharedStateException(s"Option '$option' names ${names.length} column(s) " +
+        s"(${names.mkString(", ")}) but State '$state' has ${expected.length}: ${expected.toDDL}.")
+    }
+    names.zip(expected.fields).map { case (name, field) =>
+      val i = ordinal(schema, name, option)
+      checkType(schema(i).dataType, field.dataType, name, s"State '$state' expects ${field.name} ${field.dataType.sql}")
+      i
+    }.toArray
+  }
+
+  /** Column lookup as Spark resolves names: exact first, then case-insensitively when unambiguous. */
+  def ordinal(schema: StructType, name: String, option: String): Int = {
+    val exact = schema.fieldNames.indexOf(name)
+    lazy val folded = schema.fieldNames.zipWithIndex.filter(_._1.equalsIgnoreCase(name)).map(_._2)
+    if (exact >= 0) exact
+    else if (folded.length == 1) folded.head
+    else throw new SharedStateException(
+      s"Option '$option': column '$name' does not exist. Available columns: ${schema.fieldNames.mkString(", ")}.")
+  }
+
+  def checkType(actual: DataType, expected: DataType, column: String, why: String): Unit = {
+    if (!DataType.equalsIgnoreNullability(actual, expected)) {
+      throw new SharedStateException(s"Column '$column' has type ${actual.sql}, but $why.")
+    }
+  }
+
+  def checkTimestamp(schema: StructType, column: String, option: String): Int = {
+    val i = ordinal(schema, column, option)
+    if (schema(i).dataType != TimestampType) {
+      throw new SharedStateException(s"Option '$option': column '$column' has type ${schema(i).dataType.sql}; " +
+        "it must be TIMESTAMP (event time). Convert it first, e.g. with to_timestamp().")
+    }
+    i
+  }
+}

@@ -1,0 +1,64 @@
+package io.sharedstate.spark.write
+
+import io.sharedstate.spark.cluster.StateClient
+import io.sharedstate.spark.config.UpdateOptions
+import io.sharedstate.spark.durable.{ChangelogFile, ChangelogTarget}
+import io.sharedstate.spark.rows.RowBinder
+
+import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
+import org.apache.spark.sql.connector.write.{DataWriter, WriterCommitMessage}
+import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
+
+/**
+ * What one write task tells the driver: how many rows it staged, the largest event time, and for a
+ * durable State the changelog files it wrote (committed by the driver with the epoch).
+ */
+final case class UpdateCommitMessage(staged: Int, rejected: Int, maxEventTime: Long,
+    changelogFiles: Seq[ChangelogFile] = Nil) extends WriterCommitMessage
+
+final class UpdateWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget] = None)
+  extends StreamingDataWriterFactory {
+  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
+    new UpdateDataWriter(options, writer, partitionId, epochId, changelog)
+}
+
+/**
+ * Buffers one task's updates and stages them in the State when the task commits; a retried task
+ * replaces its earlier attempt. Nothing becomes visible before the driver commits the epoch.
+ */
+final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: Int, epoch: Long,
+    changelog: Option[ChangelogTarget] = None) extends DataWriter[InternalRow] {
+
+  private val binder = new RowBinder(options.inputSchema, options.keyOrdinals, options.valueOrdinals)
+  private var batch = new UpdateBatch
+
+  override def write(row: InternalRow): Unit = {
+    val value = binder.valueBytes(row)
+    if (binder.keyHasNull(row)) {
+      val time = if (row.isNullAt(options.timeOrdinal)) null else java.lang.Long.valueOf(row.getLong(options.timeOrdinal))
+      batch.reject(RejectedUpdate(null, time, value, RejectedUpdate.NullKey, writer, epoch, EventTime.MinusInfinity))
+    } else if (row.isNullAt(options.timeOrdinal)) {
+      batch.reject(RejectedUpdate(binder.keyBytes(row), null, value, RejectedUpdate.NullTime, writer, epoch,
+        EventTime.MinusInfinity))
+    } else {
+      batch.add(binder.keyBytes(row), row.getLong(options.timeOrdinal), value)
+    }
+  }
+
+  override def commit(): WriterCommitMessage = {
+    // Durable State: the task's updates go to the changelog as files first (not visible until the epoch commits).
+    val files = changelog.map(_.writeTask(writer, epoch, partition, batch)).getOrElse(Nil)
+    StateClient.of(options.stateName).stage(writer, epoch, partition, batch)
+    UpdateCommitMessage(batch.size, batch.rejectedCount, batch.maxEventTime, files)
+  }
+
+  override def abort(): Unit = batch = new UpdateBatch
+
+  override def close(): Unit = ()
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = Array(
+    UpdateMetrics.task(UpdateMetrics.RowsStaged, batch.size),
+    UpdateMetrics.task(UpdateMetrics.RowsRejectedInTask, batch.rejectedCount))
+}

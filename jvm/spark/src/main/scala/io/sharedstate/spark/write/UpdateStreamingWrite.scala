@@ -1,0 +1,36 @@
+package io.sharedstate.spark.write
+
+import io.sharedstate.spark.cluster.{Coordinator, DriverState}
+import io.sharedstate.spark.config.UpdateOptions
+import io.sharedstate.spark.durable.DurableStates
+
+import io.sharedstate.core.EventTime
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.connector.write.{PhysicalWriteInfo, WriterCommitMessage}
+import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactory, StreamingWrite}
+
+/**
+ * The driver side of a streaming write into a State. The query is registered as an update writer
+ * (holding U back until it commits); each epoch commit stages the epoch's updates and reports the
+ * writer's progress, its event-time watermark: max event time seen minus the allowed lateness.
+ */
+final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends StreamingWrite with Logging {
+
+  private val state: DriverState = Coordinator.get.state(options.stateName)
+  state.registerWriter(writer)
+  private val committer = new EpochCommitter(state, writer, options.latenessMicros)
+
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
+    new UpdateWriterFactory(options, writer, DurableStates.target(options.stateName))
+
+  override def useCommitCoordinator(): Boolean = true
+
+  override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = {
+    val outcome = committer.commit(epochId, messages)
+    logInfo(s"State ${state.name}: writer $writer epoch $epochId committed " +
+      s"(accepted ${outcome.accepted}, rejected ${outcome.rejected}, U=${EventTime.show(outcome.updateProgress)})")
+  }
+
+  override def abort(epochId: Long, messages: Array[WriterCommitMessage]): Unit =
+    state.abortEpoch(writer, epochId)
+}

@@ -67,7 +67,9 @@ lazy val spark = (project in file("jvm/spark"))
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       "io.delta" % "delta-spark_4.2_2.13" % deltaVersion,
-      "org.scalatest" %% "scalatest" % scalaTestVersion % Test
+      "org.scalatest" %% "scalatest" % scalaTestVersion % Test,
+      // reads the compiled classes to keep the package dependencies one way (ArchitectureSuite)
+      "com.tngtech.archunit" % "archunit" % "1.4.1" % Test
     ),
     Test / fork := true,
     Test / javaOptions ++= sparkJava17Options ++ Seq("-Xmx3g",

@@ -29,9 +29,7 @@ object SharedState {
     val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
     StateSchemas.of(spec) // both schemas must parse before anything is registered
     DurableStates.root(spark, Option(root)) match {
-      case Some(r) =>
-        val coordinator = Coordinator.get
-        if (coordinator.isDistributed) coordinator.createDurable(spark, spec, r) else DurableStates.create(spark, spec, r)
+      case Some(r) => Coordinator.get.createDurable(spark, spec, r)
       case None => Coordinator.get.create(spec)
     }
     new StateHandle(spark, name)

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.{Coordinator, DriverState}
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
 
@@ -38,9 +38,7 @@ object SharedStateApi {
     val spark = SparkSession.active
     DurableStates.root(spark, Option(root)) match {
       case Some(r) =>
-        val coordinator = Coordinator.get
-        val mode = Option(readOnly).map(_.booleanValue)
-        (if (coordinator.isDistributed) coordinator.openDurable(spark, name, r, mode) else DurableStates.open(spark, name, r, mode)).getOrElse(
+        Coordinator.get.openDurable(spark, name, r, Option(readOnly).map(_.booleanValue)).getOrElse(
         throw new io.sharedstate.core.SharedStateException(s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
       case None if readOnly != null => throw new io.sharedstate.core.SharedStateException(
         s"State '$name': read_only applies to durable States; give a root (root=...) or set ${DurableStates.RootConf}.")
@@ -84,7 +82,7 @@ object SharedStateApi {
       "updates_rejected" -> m.updatesRejected).asJava)
   }
 
-  private def describe(s: DriverState): String = json.writeValueAsString(Map[String, Any](
+  private def describe(s: StateController): String = json.writeValueAsString(Map[String, Any](
     "name" -> s.spec.name,
     "key" -> s.spec.keySchema,
     "value" -> s.spec.valueSchema,

@@ -1,11 +1,11 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.DriverState
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.config.{ReadOptions, UpdateOptions}
 import io.sharedstate.spark.rows.StateSchemas
 import io.sharedstate.spark.write.{BulkLoadWrite, UpdateMetrics, UpdateStreamingWrite}
 
-import io.sharedstate.core.EventTime
+import io.sharedstate.core.{EventTime, StateSpec}
 import java.util
 import org.apache.spark.sql.connector.catalog.{SupportsRead, SupportsWrite, TableCapability}
 import org.apache.spark.sql.connector.metric.CustomMetric
@@ -24,11 +24,14 @@ import scala.jdk.CollectionConverters._
 final case class SharedStateTable(options: CaseInsensitiveStringMap)
   extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
 
-  private val state: DriverState = UpdateOptions.requireState(options)
+  private val state: StateController = Coordinator.get.state(UpdateOptions.stateName(options))
   private val schemas = StateSchemas.of(state.spec)
   @volatile private var writerId: Option[String] = None
 
   override def name(): String = s"sharedstate.${state.name}"
+
+  /** The definition of the State this table is. */
+  def spec: StateSpec = state.spec
 
   override def toString: String = s"sharedstate[${state.name}]"
 
@@ -40,7 +43,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
     TableCapability.ACCEPT_ANY_SCHEMA).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
-    val parsed = UpdateOptions.parse(info.options(), info.schema())
+    val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec)
     val writer = info.queryId()
     writerId = Some(writer)
     new WriteBuilder {

@@ -1,10 +1,10 @@
 package io.sharedstate.spark
 
 import io.sharedstate.spark.changes.{ChangeContinuousStream, ChangeMicroBatchStream}
-import io.sharedstate.spark.cluster.{DriverState, StateClient}
+import io.sharedstate.spark.cluster.{StateController, StateClient}
 import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.DurableStates
-import io.sharedstate.spark.fetch.batch.{BatchBounds, ProgressTickStream}
+import io.sharedstate.spark.changes.ProgressTickStream
 import io.sharedstate.spark.read.{AsOfScan, RejectedScan}
 import io.sharedstate.spark.rows.{StateSchemas, StoredPairs}
 
@@ -13,7 +13,6 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -25,17 +24,14 @@ final case class StateInputPartition(stateName: String, partition: Int, read: Re
   override def preferredLocations(): Array[String] = host.toArray
 }
 
-final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
+final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
     override def toBatch: Batch = { read.checkBatch(); this }
     override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
       read.checkStreaming()
-      if (read.table == ReadOptions.ProgressTable) {
-        read.fetchJoin.foreach(join => keepBounds(join, checkpointLocation))
-        new ProgressTickStream(state, read.fetchJoin)
-      }
+      if (read.table == ReadOptions.ProgressTable) new ProgressTickStream(state)
       else new ChangeMicroBatchStream(state, schemas, read.startingOffsets, checkpointLocation)
     }
     override def toContinuousStream(checkpointLocation: String): ContinuousStream = {
@@ -63,13 +59,6 @@ final class StateScanBuilder(state: DriverState, schemas: StateSchemas, read: Re
     override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
   }
 
-  // Spark plans the sources on the query's stream thread, which carries the query id.
-  private def keepBounds(join: String, checkpointLocation: String): Unit = {
-    val session = SparkSession.active
-    Option(session.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY)).foreach { query =>
-      BatchBounds.register(query, join, checkpointLocation, session.sessionState.newHadoopConf())
-    }
-  }
 }
 
 final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {

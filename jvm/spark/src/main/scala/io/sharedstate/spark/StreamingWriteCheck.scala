@@ -10,7 +10,7 @@ object StreamingWriteCheck extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
     case w: WriteToStream =>
       w.sink match {
-        case table: SharedStateTable => UpdateOptions.parse(table.options, w.inputQuery.schema)
+        case table: SharedStateTable => UpdateOptions.parse(table.options, w.inputQuery.schema, table.spec)
         case _ =>
       }
     case _ =>

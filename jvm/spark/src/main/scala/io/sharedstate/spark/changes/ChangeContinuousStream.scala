@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{Cluster, ClusterNode, DriverState, StateClient}
+import io.sharedstate.spark.cluster.{StateAccess, ClusterNode, StateController, StateClient}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 
 import io.sharedstate.core.{Change, ChangeSubscription, EventTime, SharedStateException}
@@ -69,7 +69,7 @@ final case class HostChangeTail(stateName: String, incarnation: Long, feed: Host
  * [[HostChangeFeeds]]), its position (from, until, index) over the merged order of the host's
  * partitions (its group). A restart on another layout reads each old group by scan.
  */
-final class ChangeContinuousStream(state: DriverState, schemas: StateSchemas, starting: String, checkpointLocation: String)
+final class ChangeContinuousStream(state: StateController, schemas: StateSchemas, starting: String, checkpointLocation: String)
   extends ContinuousStream {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -111,11 +111,11 @@ final class ChangeContinuousStream(state: DriverState, schemas: StateSchemas, st
 
   // One reader per host on its feed while each position's group is a host's partitions; else by scan.
   private def perHost(positions: Seq[ChangePosition]): Array[InputPartition] = {
-    if (hostFeeds != null) { HostChangeFeeds.close(Cluster.node, hostFeeds); hostFeeds = null }
+    if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
     val route = HostChangeFeeds.layout(state.name)
     val byHost = route.hosts.flatMap(h => positions.find(_.group == route.partitionsOf(h)).map(h -> _)).toMap
     if (byHost.size == positions.size && byHost.size == route.hosts.size) {
-      hostFeeds = HostChangeFeeds.open(Cluster.node, route, byHost(_).from, () => HostChangeFeeds.layout(state.name)).orNull
+      hostFeeds = HostChangeFeeds.open(StateAccess.clusterNode, route, byHost(_).from, () => HostChangeFeeds.layout(state.name)).orNull
     }
     HostChangeFeeds.countPlan(host = hostFeeds != null)
     if (hostFeeds == null) perPartition(positions)
@@ -140,12 +140,12 @@ final class ChangeContinuousStream(state: DriverState, schemas: StateSchemas, st
     val below = end.asInstanceOf[ChangePositions].positions.map(_.from).min
     ChangeStreams.advance(state, reader, below)
     if (subscription != null) subscription.commit(below)
-    if (hostFeeds != null) HostChangeFeeds.commit(Cluster.node, hostFeeds, below)
+    if (hostFeeds != null) HostChangeFeeds.commit(StateAccess.clusterNode, hostFeeds, below)
   }
 
   override def stop(): Unit = {
     if (subscription != null) { subscription.close(); subscription = null }
-    if (hostFeeds != null) { HostChangeFeeds.close(Cluster.node, hostFeeds); hostFeeds = null }
+    if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
   }
 }
 
@@ -160,7 +160,7 @@ final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPar
   override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
     case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
     case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
-    case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas), Cluster.node)
+    case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas), StateAccess.clusterNode)
   }
 }
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{Cluster, DriverState, StateClient}
+import io.sharedstate.spark.cluster.{StateAccess, StateController, StateClient}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 
 import io.sharedstate.core.{Change, ChangeSubscription}
@@ -42,7 +42,7 @@ final case class HostChangeRange(stateName: String, incarnation: Long, feed: Hos
  * input partition per host, merged over that host's partitions (see [[HostChangeFeeds]]); the batch in
  * which the layout of partitions changed is read by scan, one input partition per State partition.
  */
-final class ChangeMicroBatchStream(protected val state: DriverState, schemas: StateSchemas, starting: String,
+final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas, starting: String,
     checkpointLocation: String) extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -63,7 +63,7 @@ final class ChangeMicroBatchStream(protected val state: DriverState, schemas: St
 
   // Host feeds while the layout stays; the batch in which it changed is read by scan (see HostChangeFeeds).
   private def clusterPlan(from: Long, until: Long): Array[InputPartition] = {
-    val node = Cluster.node
+    val node = StateAccess.clusterNode
     val route = HostChangeFeeds.layout(state.name)
     var moved = false
     if (hostFeeds != null && !(HostChangeFeeds.sameLayout(hostFeeds.route, route) && from >= hostFeeds.keptFrom)) {
@@ -89,12 +89,12 @@ final class ChangeMicroBatchStream(protected val state: DriverState, schemas: St
     val until = end.asInstanceOf[ChangeOffset].until
     ChangeStreams.advance(state, reader, until)
     if (subscription != null) subscription.commit(until)
-    if (hostFeeds != null) HostChangeFeeds.commit(Cluster.node, hostFeeds, until)
+    if (hostFeeds != null) HostChangeFeeds.commit(StateAccess.clusterNode, hostFeeds, until)
   }
 
   override def stop(): Unit = {
     if (subscription != null) { subscription.close(); subscription = null }
-    if (hostFeeds != null) { HostChangeFeeds.close(Cluster.node, hostFeeds); hostFeeds = null }
+    if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
   }
 }
 
@@ -104,7 +104,7 @@ final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionRea
       case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)
       case r: ChangeRange => StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
       case r: HostChangeRange =>
-        HostChangeFeeds.read(Cluster.node, r.stateName, r.incarnation, r.feed, r.from, r.until, StateClient.of(r.stateName))
+        HostChangeFeeds.read(StateAccess.clusterNode, r.stateName, r.incarnation, r.feed, r.from, r.until, StateClient.of(r.stateName))
     }
     val rows = new ChangeRows(schemas)
     new PartitionReader[InternalRow] {

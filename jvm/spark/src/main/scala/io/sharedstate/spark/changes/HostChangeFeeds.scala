@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{ClusterNode, Coordinator, HostFeedMessages, HostId, HostLink, StateClient, StateRoute}
+import io.sharedstate.spark.cluster.{ClusterNode, HostFeedMessages, HostId, HostLink, StateAccess, StateClient, StateRoute}
 
 import io.sharedstate.core.Change
 import HostFeedMessages._
@@ -51,7 +51,7 @@ object HostChangeFeeds extends Logging {
   private[spark] def countPlan(host: Boolean): Unit = (if (host) hostPlans else scanPlans).incrementAndGet()
 
   /** Where the State's partitions are now (the coordinator's route, on the driver). */
-  def layout(stateName: String): StateRoute = Coordinator.get.route(stateName)
+  def layout(stateName: String): StateRoute = StateAccess.clusterNode.currentRoute(stateName)
 
   def sameLayout(a: StateRoute, b: StateRoute): Boolean = a.incarnation == b.incarnation && a.owners.sameElements(b.owners)
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.DriverState
+import io.sharedstate.spark.cluster.StateController
 
 import io.sharedstate.core.EventTime
 import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
  * with it.
  */
 trait UpdateProgressOffsets extends MicroBatchStream {
-  protected def state: DriverState
+  protected def state: StateController
   @volatile private var highest: Long = EventTime.MinusInfinity
 
   override def latestOffset(): Offset = {

@@ -1,7 +1,5 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.fetch.batch.BatchBound
-
 import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.sharedstate.RpcBridge
 
@@ -9,7 +7,8 @@ import org.apache.spark.sharedstate.RpcBridge
  * This JVM's place in a distributed application: the RPC environment it talks through, the host
  * service it runs (if it hosts partitions), how it asks the coordinator, and the routes it knows.
  */
-final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, coordinator: ClusterNode.CoordinatorAccess) {
+private[sharedstate] final class ClusterNode(server: RpcBridge.Server, val localHost: HostService,
+    coordinator: ClusterNode.CoordinatorAccess) extends StateAccess {
   private val links = new ConcurrentHashMap[HostId, HostLink]()
   private val routes = new ConcurrentHashMap[String, StateRoute]()
 
@@ -28,6 +27,9 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
 
   def forget(state: String): Unit = routes.remove(state)
 
+  /** Where the State's partitions are now, asked afresh (no cached route). */
+  def currentRoute(state: String): StateRoute = coordinator.route(state)
+
   def updateProgress(state: String): Long = coordinator.updateProgress(state)
 
   def ensureReader(state: String, reader: String): Unit = coordinator.ensureReader(state, reader)
@@ -35,18 +37,21 @@ final class ClusterNode(server: RpcBridge.Server, val localHost: HostService, co
   def readerProgress(state: String, reader: String): Option[Long] = coordinator.readerProgress(state, reader)
 
   /** The client tasks use: routed by the current route, retried while a lost host's partitions move. */
-  def client(state: String): StateClient = new RecoveringStateClient(state, this)
+  override def client(state: String): StateClient = new RecoveringStateClient(state, this)
+
+  override def askDriver[T](request: DriverRequest[T]): T = coordinator.askDriver(request)
+
+  override def clusterNode: Option[ClusterNode] = Some(this)
 
   /** Routed by the route this node knows now. */
   def routed(state: String): RoutedStateClient = new RoutedStateClient(route(state), this)
 
   /** `host` did not answer a request for `state`: the coordinator checks it (and rebuilds its partitions if it is lost). */
   def hostUnreachable(state: String, host: HostId): Unit = coordinator.hostUnreachable(state, host)
-  def batchBound(key: String, state: String): BatchBound = coordinator.batchBound(key, state)
 
 }
 
-object ClusterNode {
+private[sharedstate] object ClusterNode {
   /** What a node asks the coordinator: in-process on the driver, over RPC on executors. */
   trait CoordinatorAccess {
     def route(state: String): StateRoute
@@ -55,6 +60,6 @@ object ClusterNode {
     def readerProgress(state: String, reader: String): Option[Long]
     /** Returns once `host` answers again or its partitions of a durable State live elsewhere; fails for an in-memory State's lost partitions. */
     def hostUnreachable(state: String, host: HostId): Unit = ()
-    def batchBound(key: String, state: String): BatchBound
+    def askDriver[T](request: DriverRequest[T]): T
   }
 }

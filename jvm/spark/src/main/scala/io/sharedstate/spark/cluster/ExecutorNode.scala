@@ -1,6 +1,5 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.fetch.batch.BatchBound
 
 import Messages._
 import org.apache.spark.internal.Logging
@@ -11,7 +10,7 @@ import org.apache.spark.sharedstate.RpcBridge
  * client-only), carrying Spark's authentication, on which the executor's [[HostService]] answers.
  * Started by [[SharedStatePlugin]] when the executor starts, or at the first State access of a task.
  */
-object ExecutorNode extends Logging {
+private[sharedstate] object ExecutorNode extends Logging {
   @volatile private var node: ClusterNode = _
   @volatile private var server: RpcBridge.Server = _
 
@@ -23,7 +22,7 @@ object ExecutorNode extends Logging {
       val conf = RpcBridge.env.get.conf
       val s = RpcBridge.newServer("sharedstate-host", host, conf)
       val (driverHost, driverPort) = RpcBridge.driverAddress(conf)
-      val coordinator = s.connect(driverHost, driverPort, Coordinator.Endpoint)
+      val coordinator = s.connect(driverHost, driverPort, ClusterCoordinator.Endpoint)
       var self: ClusterNode = null
       val service = new HostService(HostId(RpcBridge.executorId, host, s.port), n => self.forget(n))
       s.serve(HostService.Endpoint, service)
@@ -35,8 +34,7 @@ object ExecutorNode extends Logging {
           HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
         override def hostUnreachable(state: String, host: HostId): Unit =
           HostLink.call[Any](coordinator, HostUnreachable(state, host))
-        override def batchBound(key: String, state: String): BatchBound =
-          HostLink.call[BatchBound](coordinator, GetBatchBound(key, state))
+        override def askDriver[T](request: DriverRequest[T]): T = HostLink.call[T](coordinator, AskDriver(request))
       })
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")

@@ -6,7 +6,7 @@ import io.sharedstate.core.{RejectedUpdate, StateSpec}
 import io.sharedstate.core.fetch.FetchRequest
 
 /** The RPC messages between the driver's coordinator and the hosts (Java-serialised by Spark's RPC). */
-object Messages {
+private[sharedstate] object Messages {
   // ---- to the coordinator (driver) ----
   final case class RegisterHost(host: HostId)
   final case class GetRoute(state: String)
@@ -19,8 +19,8 @@ object Messages {
    * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
    */
   final case class HostUnreachable(state: String, host: HostId)
-  /** The U and F a fetch join's micro-batch decides with, recorded when it is planned (see BatchBounds). */
-  final case class GetBatchBound(key: String, state: String)
+  /** A question of a higher layer that only the driver can answer (see [[DriverRequest]]). */
+  final case class AskDriver(request: DriverRequest[_])
 
   // ---- to a host: hosting and lifecycle (sent by the coordinator, in one order to every host) ----
   /**

@@ -56,8 +56,5 @@ trait StateClient {
 
 object StateClient {
   /** The client of State `name` for this JVM; an unknown name fails, listing the existing States. */
-  def of(name: String): StateClient = {
-    val node = Cluster.node
-    if (node == null) new LocalStateClient(SharedStateRuntime.registry.get(name)) else node.client(name)
-  }
+  def of(name: String): StateClient = StateAccess.get.client(name)
 }

@@ -1,8 +1,6 @@
 package io.sharedstate.spark.config
 
-import io.sharedstate.spark.fetch.batch.ProgressTicks
-import io.sharedstate.spark.read.RejectedScan
-import io.sharedstate.spark.rows.StateSchemas
+import io.sharedstate.spark.rows.{ProgressTicks, StateSchemas}
 
 import io.sharedstate.core.{EventTime, SharedStateException}
 import org.apache.spark.sql.SparkSession
@@ -15,8 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * Options of a read: which table of the State and as of when (batch), or where a change stream
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
-final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String,
-    fetchJoin: Option[String] = None) {
+final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -42,11 +39,9 @@ object ReadOptions {
   /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
   val ProgressTable = "progress"
   val StartingOffsets = "startingOffsets"
-  /** Set by a fetch join on its progress stream: the join's name, under which its batch bounds are kept. */
-  val FetchJoin = "fetchJoin"
   val Earliest = "earliest"
   val Latest = "latest"
-  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, FetchJoin)
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets)
 
   /** Every option of a scan must be known: a typo is an error, not a silent default. */
   def checkKnown(options: CaseInsensitiveStringMap): Unit = {
@@ -61,9 +56,6 @@ object ReadOptions {
     val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
     if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
       s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
-    Seq(FetchJoin).filter(options.containsKey).foreach { o =>
-      if (table != ProgressTable) throw new SharedStateException(s"Option '$o' applies to table '$ProgressTable' only, not '$table'.")
-    }
     table match {
       case StateTable =>
         ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
@@ -72,10 +64,9 @@ object ReadOptions {
         if (options.containsKey(AsOf)) {
           throw new SharedStateException(s"Option '$AsOf' applies to table '$StateTable' only, not '$RejectedTable'.")
         }
-        ReadOptions(table, EventTime.PlusInfinity, RejectedScan.schema(schemas), starting)
+        ReadOptions(table, EventTime.PlusInfinity, schemas.rejectedSchema, starting)
       case ProgressTable =>
-        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting,
-          Option(options.get(FetchJoin)).map(_.trim).filter(_.nonEmpty))
+        ReadOptions(table, EventTime.PlusInfinity, ProgressTicks.schema, starting)
       case other =>
         throw new SharedStateException(s"Option '$Table': unknown table '$other'; use '$StateTable' (the default), " +
           s"'$RejectedTable' (late and rejected updates) or '$ProgressTable' (a stream of update progress).")

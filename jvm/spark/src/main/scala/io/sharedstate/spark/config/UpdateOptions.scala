@@ -1,9 +1,8 @@
 package io.sharedstate.spark.config
 
-import io.sharedstate.spark.cluster.{Coordinator, DriverState}
 import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.SharedStateException
+import io.sharedstate.core.{SharedStateException, StateSpec}
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
@@ -27,31 +26,30 @@ object UpdateOptions {
   private val SparkOwned = Set("checkpointlocation", "path", "queryname")
   val Known: Set[String] = Set(State, Key, Time, Value, LatenessOption)
 
-  def requireState(options: CaseInsensitiveStringMap): DriverState = {
-    val name = Option(options.get(State)).map(_.trim).filter(_.nonEmpty).getOrElse(
+  /** The required `state` option: the name of the State a write or read is for. */
+  def stateName(options: CaseInsensitiveStringMap): String =
+    Option(options.get(State)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'state' is required: the name of the State to write to or read."))
-    Coordinator.get.state(name)
-  }
 
-  def parse(options: CaseInsensitiveStringMap, input: StructType): UpdateOptions = {
+  /** The options of a write into the State defined by `spec`, bound to the `input` schema. */
+  def parse(options: CaseInsensitiveStringMap, input: StructType, spec: StateSpec): UpdateOptions = {
     val unknown = options.keySet.asScala.map(_.toLowerCase).filterNot(k => Known(k) || SparkOwned(k))
     if (unknown.nonEmpty) {
       throw new SharedStateException(s"Unknown option(s) ${unknown.toSeq.sorted.mkString(", ")} for a sharedstate " +
         s"write. Supported: ${Known.toSeq.sorted.mkString(", ")}.")
     }
-    val state = requireState(options)
-    val schemas = StateSchemas.of(state.spec)
+    val schemas = StateSchemas.of(spec)
     val keyCols = columns(options, Key).getOrElse(throw new SharedStateException(
-      s"Option 'key' is required: the column(s) holding the key of State '${state.name}' (${schemas.key.toDDL})."))
+      s"Option 'key' is required: the column(s) holding the key of State '${spec.name}' (${schemas.key.toDDL})."))
     val timeCol = Option(options.get(Time)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'time' is required: the TIMESTAMP column with each update's event time."))
     val valueCols = columns(options, Value).getOrElse(schemas.value.fieldNames.toSeq)
     val lateness = Option(options.get(LatenessOption)).map(Intervals.parseMicros(LatenessOption, _)).getOrElse(0L)
     UpdateOptions(
-      stateName = state.name,
-      keyOrdinals = StateSchemas.bindColumns(input, keyCols, schemas.key, Key, state.name),
+      stateName = spec.name,
+      keyOrdinals = StateSchemas.bindColumns(input, keyCols, schemas.key, Key, spec.name),
       timeOrdinal = StateSchemas.checkTimestamp(input, timeCol, Time),
-      valueOrdinals = StateSchemas.bindColumns(input, valueCols, schemas.value, Value, state.name),
+      valueOrdinals = StateSchemas.bindColumns(input, valueCols, schemas.value, Value, spec.name),
       latenessMicros = lateness,
       inputSchema = input)
   }

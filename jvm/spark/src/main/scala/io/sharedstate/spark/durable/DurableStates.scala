@@ -1,10 +1,9 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.spark.cluster.SharedStateRuntime
 import io.sharedstate.spark.config.Intervals
 import io.sharedstate.spark.rows.StoredPairs
 
-import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateSpec}
+import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateRegistry, StateSpec}
 import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -103,11 +102,11 @@ object DurableStates extends Logging {
    * Creating means owning: if another application holds the root's lease, this waits up to the lease
    * for it to run out (a crashed owner), then fails naming the owner.
    */
-  def create(spark: SparkSession, spec: StateSpec, root: String): State = synchronized {
+  def create(spark: SparkSession, spec: StateSpec, root: String, registry: StateRegistry): State = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
-    attach(spark, spec, dir, root, conf, Owner(waitMs = leaseMs(spark)))
+    attach(spark, spec, dir, root, conf, Owner(waitMs = leaseMs(spark)), registry)
   }
 
   /** The definition stored for State `name` under `root`, if its tables exist there. */
@@ -181,9 +180,10 @@ object DurableStates extends Logging {
    * application holds it and opens read-only if one does; Some(false) must own it (waits up to the
    * lease, then fails naming the owner).
    */
-  def open(spark: SparkSession, name: String, root: String, readOnly: Option[Boolean] = None): Option[State] = synchronized {
+  def open(spark: SparkSession, name: String, root: String, registry: StateRegistry,
+      readOnly: Option[Boolean] = None): Option[State] = synchronized {
     StateSpec.validateName(name)
-    SharedStateRuntime.registry.find(name).map { s =>
+    registry.find(name).map { s =>
       if (readOnly.contains(false)) this.readOnly(name).foreach(why => throw ReadOnlyJournal.error(name, root, why,
         "it cannot be opened for writing while it is open read-only; drop it here first"))
       s
@@ -193,7 +193,7 @@ object DurableStates extends Logging {
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None
       else {
-        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode(spark, readOnly)))
+        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode(spark, readOnly), registry))
       }
     }
   }
@@ -244,9 +244,10 @@ object DurableStates extends Logging {
   private def leaseMs(spark: SparkSession): Long =
     Intervals.parseMicros(OwnerLeaseConf, spark.conf.getOption(OwnerLeaseConf).getOrElse(DefaultOwnerLease).trim) / 1000L
 
-  private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode): State = {
-    SharedStateRuntime.registry.find(spec.name).foreach { existing =>
-      if (open.containsKey(spec.name)) return SharedStateRuntime.registry.create(spec) // checks the definition
+  private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode,
+      registry: StateRegistry): State = {
+    registry.find(spec.name).foreach { existing =>
+      if (open.containsKey(spec.name)) return registry.create(spec) // checks the definition
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
@@ -260,7 +261,7 @@ object DurableStates extends Logging {
     val target = log.target(spec.partitions)
     var journal: DeltaJournal = null
     var recovered: Recovered = null
-    val state = try SharedStateRuntime.registry.create(spec, { s =>
+    val state = try registry.create(spec, { s =>
       val started = System.nanoTime()
       // A read-only State leaves the rejected table to its owner.
       // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.

@@ -1,7 +1,9 @@
 package io.sharedstate.spark.fetch
 
-import io.sharedstate.spark.config.{Intervals, ReadOptions}
-import io.sharedstate.spark.fetch.batch.ProgressTicks
+import io.sharedstate.spark.cluster.Coordinator
+import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.fetch.batch.FetchTickTable
+import io.sharedstate.spark.rows.ProgressTicks
 
 import org.apache.spark.sql.{Column, DataFrame}
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
@@ -50,7 +52,7 @@ object FetchJoin {
     val joined = if (events.isStreaming) input.union(progressTicks(events, state, name)) else input
     val child = joined.queryExecution.analyzed
     val output = toAttributes(FetchJoinRows.schema(spec.outputSchema))
-    val rows = PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros >= 0, child.output, output, child))
+    val rows = PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros, child.output, output, child))
     if (events.isStreaming) FetchProgressListener.ensure(events.sparkSession)
     FetchJoinRows.finish(rows, name)
   }
@@ -71,9 +73,8 @@ object FetchJoin {
   // waiting events are answered with no new input. The ticks' zero-delay watermark makes the batch
   // watermark U, which bounds the join's F.
   private def progressTicks(events: DataFrame, state: String, join: String): DataFrame = {
-    val ticks = events.sparkSession.readStream.format("sharedstate").option("state", state)
-      .option(ReadOptions.Table, ReadOptions.ProgressTable).option(ReadOptions.FetchJoin, join).load()
-      .withWatermark(ProgressTicks.Column, "0 seconds")
+    val table = new FetchTickTable(Coordinator.get.state(state), join)
+    val ticks = PlanFrames.stream(events.sparkSession, "sharedstate", table, ProgressTicks.schema).withWatermark(ProgressTicks.Column, "0 seconds")
     ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
       ProgressTicks.schema.fieldNames.map(col): _*)
   }

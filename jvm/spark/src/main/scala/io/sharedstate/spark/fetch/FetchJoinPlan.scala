@@ -7,16 +7,19 @@ import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 /**
  * The fetch join's operator in a logical plan. Its input is the events (event columns then the two
  * tick columns, null) unioned with the State's progress ticks; its output is [[FetchJoinRows.schema]].
- * `inputs` lists the child's columns so the optimizer sees them all used: the operator reads every
- * event column by position and must not have any pruned below it.
+ * `join` names the join in its query (its metrics and batch bounds); `latenessMicros` (-1: none)
+ * lets it report the State's fetch progress F (see [[FetchProgressListener]], which finds the joins
+ * of a query through these nodes). `inputs` lists the child's columns so the optimizer sees them all
+ * used: the operator reads every event column by position and must not have any pruned below it.
  */
-final case class FetchJoinNode(spec: FetchJoinSpec, join: String, reportsProgress: Boolean, inputs: Seq[Attribute],
+final case class FetchJoinNode(spec: FetchJoinSpec, join: String, latenessMicros: Long, inputs: Seq[Attribute],
     output: Seq[Attribute], child: LogicalPlan) extends UnaryNode {
+  def reportsProgress: Boolean = latenessMicros >= 0
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override protected def withNewChildInternal(newChild: LogicalPlan): FetchJoinNode = copy(child = newChild)
 }
 
-/** Plans [[FetchJoinNode]] as [[FetchJoinExec]] (installed by [[SharedStateExtensions]]). */
+/** Plans [[FetchJoinNode]] as [[FetchJoinExec]] (installed by the session extensions). */
 object FetchJoinStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case n: FetchJoinNode => FetchJoinExec(n.spec, n.join, n.child.isStreaming, n.reportsProgress, n.output, planLater(n.child)) :: Nil

@@ -31,16 +31,9 @@ object FetchJoinRows {
   def schema(output: StructType): StructType = StructType(output.fields ++
     (StructField(Kind, IntegerType, nullable = false) +: TallyColumns.map(StructField(_, LongType, nullable = true))))
 
-  /** `sharedstate_fetch:<state>:<window µs>:<lateness µs or -1>:<n>`: what the driver needs for F. */
+  /** `sharedstate_fetch:<state>:<window µs>:<lateness µs or -1>:<n>`: the join's name in its query (its metrics, bounds and reader). */
   def metricsName(state: String, windowMicros: Long, latenessMicros: Long, n: Int): String =
     s"$MetricsPrefix:$state:$windowMicros:$latenessMicros:$n"
-
-  /** (state, window µs, lateness µs or -1) of a fetch join's metrics name, or None. */
-  def parseMetricsName(name: String): Option[(String, Long, Long)] = name.split(':') match {
-    case Array(MetricsPrefix, state, window, lateness, _) =>
-      for (w <- window.toLongOption; l <- lateness.toLongOption) yield (state, w, l)
-    case _ => None
-  }
 
   /** Observes the summaries as metrics, then keeps only the answered events. */
   def finish(rows: DataFrame, name: String): DataFrame = {

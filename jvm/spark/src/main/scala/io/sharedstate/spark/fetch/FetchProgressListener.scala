@@ -1,52 +1,42 @@
 package io.sharedstate.spark.fetch
 
 import io.sharedstate.spark.cluster.Coordinator
-
-import io.sharedstate.core.EventTime
-import java.time.Instant
-import java.util.concurrent.ConcurrentHashMap
-import org.apache.spark.internal.Logging
+import io.sharedstate.spark.fetch.batch.FetchJoinProgress
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
-import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryListener, StreamingQueryProgress}
+import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryIdleEvent, QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent}
 import scala.util.Try
 
 /**
- * The fetch side's progress F. Each fetch join of a streaming query is a reader of its State,
- * registered when the query starts (Spark posts that event before the first batch) and removed when
- * it stops; the reader id is the query id, stable across restarts from a checkpoint, plus the join.
- * A join with a lateness reports, after every batch, F = min(latest event time seen - lateness,
- * earliest event still waiting, the batch's watermark) - window. No later fetch of the query reads
- * below it: events that would are counted as late and not fetched; an event still waiting in a key
- * the batch did not touch has a reply time at or after the watermark (its timeout has not fired),
- * and waiting events of touched keys are in the batch's metrics. Compaction may then drop what is
- * older. A join without a lateness never advances its F, which keeps every version of the State.
+ * Registers each streaming fetch join of a query as a reader of its State when the query starts
+ * (Spark posts that event before the first batch), reports their F after each batch (see
+ * [[FetchJoinProgress]]) and removes them, and the query's continuous-join readers, when it stops.
  */
-final class FetchProgressListener extends StreamingQueryListener with Logging {
+final class FetchProgressListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit = {
     // Spark delivers the start to the session's listeners on the stream thread, before the first batch.
     val query = Option(SparkSession.active.streams.get(event.id))
     val joins = query.collect { case q: StreamingQueryWrapper => FetchProgressListener.joinsIn(q.streamingQuery.analyzedPlan) }
       .getOrElse(Nil)
     if (joins.nonEmpty) {
-      val registered = joins.map { case (name, state, window, lateness) =>
-        val reader = FetchProgressListener.Reader(FetchProgressListener.readerId(event.id.toString, name), name, state, window, lateness)
-        val s = Coordinator.get.state(state)
-        if (s.readerProgress(reader.id).isEmpty) s.registerReader(reader.id)
+      val registered = joins.map { n =>
+        val reader = FetchJoinProgress.Reader(FetchJoinProgress.readerId(event.id.toString, n.join), n.join,
+          n.spec.stateName, n.spec.rule.windowMicros, n.latenessMicros)
+        Coordinator.get.state(reader.state).ensureReader(reader.id)
         reader
       }
-      FetchProgressListener.track(event.id.toString, query.get, registered)
+      FetchJoinProgress.track(event.id.toString, query.get, registered)
     }
   }
 
-  override def onQueryProgress(event: QueryProgressEvent): Unit = FetchProgressListener.catchUp(event.progress.id.toString)
+  override def onQueryProgress(event: QueryProgressEvent): Unit = FetchJoinProgress.catchUp(event.progress.id.toString)
 
   override def onQueryIdle(event: QueryIdleEvent): Unit = ()
 
   override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
-    FetchProgressListener.untrack(event.id.toString)
+    FetchJoinProgress.untrack(event.id.toString)
       .foreach(r => Try(Coordinator.get.state(r.state).deregisterReader(r.id)))
     val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
     Coordinator.get.names.foreach { name =>
@@ -55,72 +45,14 @@ final class FetchProgressListener extends StreamingQueryListener with Logging {
   }
 }
 
-object FetchProgressListener extends Logging {
-  private final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long, latenessMicros: Long) {
-    var maxSeen: Long = Long.MinValue
-  }
-
-  // A running query's fetch joins and the last batch whose progress they reported.
-  private final class Tracked(val query: StreamingQuery, val readers: Seq[Reader]) { var applied: Long = -1L }
-
-  private val tracked = new ConcurrentHashMap[String, Tracked]()
-
-  private def track(queryId: String, query: StreamingQuery, readers: Seq[Reader]): Unit =
-    tracked.put(queryId, new Tracked(query, readers))
-
-  private def untrack(queryId: String): Seq[Reader] = Option(tracked.remove(queryId)).map(_.readers).getOrElse(Nil)
-
-  /**
-   * Reports F of the query's joins with a lateness from every batch of the query that completed and is
-   * not reported yet, in batch order. The listener calls it after each batch (asynchronously); recording a
-   * batch's bound calls it (through [[BatchBounds]]) before its F is recorded, so the recorded F includes
-   * every earlier batch and the State's F stays there until this batch completes.
-   */
-  def catchUp(queryId: String): Unit = Option(tracked.get(queryId)).foreach { t =>
-    t.synchronized {
-      t.query.recentProgress.filter(_.batchId > t.applied).sortBy(_.batchId).foreach { p =>
-        report(t.readers, p)
-        t.applied = p.batchId
-      }
-    }
-  }
-
-  // F = min(latest event time seen - lateness, earliest event still waiting, the batch's watermark) - window.
-  private def report(readers: Seq[Reader], progress: StreamingQueryProgress): Unit = {
-    val watermark = Option(progress.eventTime.get("watermark")).flatMap(w => Try(Instant.parse(w)).toOption)
-      .map(w => Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000)
-    readers.filter(_.latenessMicros >= 0).foreach { reader =>
-      val metrics = Option(progress.observedMetrics.get(reader.metricsName))
-      def metric(name: String): Option[Long] = metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
-      metric("maxEventMicros").foreach(m => reader.maxSeen = math.max(reader.maxSeen, m))
-      if (reader.maxSeen != Long.MinValue) {
-        val bound = Seq(Some(reader.maxSeen - reader.latenessMicros), metric("minWaitingMicros"), watermark).flatten.min
-        advance(reader, bound - reader.windowMicros)
-      }
-    }
-  }
-
-  // F never goes back: a lower bound than the reader's current progress (after a restart) is skipped.
-  private def advance(reader: Reader, progress: Long): Unit = {
-    val state = Coordinator.get.state(reader.state)
-    val current = state.readerProgress(reader.id).getOrElse(EventTime.MinusInfinity)
-    if (progress > current) {
-      state.reportFetchProgress(reader.id, progress)
-      logDebug(s"State ${reader.state}: reader ${reader.id} F=${EventTime.show(progress)}")
-    }
-  }
-
+object FetchProgressListener {
   private val sessions = java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
-
-  def readerId(queryId: String, metricsName: String): String = s"fetch-join:$queryId:$metricsName"
 
   /** Adds the listener to `spark`'s query manager once. */
   def ensure(spark: SparkSession): Unit = sessions.synchronized {
     if (sessions.add(spark)) spark.streams.addListener(new FetchProgressListener)
   }
 
-  /** (metrics name, state, window, lateness) of every fetch join in a query's plan. */
-  def joinsIn(plan: org.apache.spark.sql.catalyst.plans.logical.LogicalPlan): Seq[(String, String, Long, Long)] =
-    plan.collect { case c: CollectMetrics => c.name }
-      .flatMap(n => FetchJoinRows.parseMetricsName(n).map { case (s, w, l) => (n, s, w, l) })
+  /** The streaming fetch joins in a query's plan (their nodes carry the State, window and lateness). */
+  def joinsIn(plan: LogicalPlan): Seq[FetchJoinNode] = plan.collect { case n: FetchJoinNode if n.child.isStreaming => n }
 }

@@ -5,20 +5,10 @@ import io.sharedstate.spark.rows.{StateSchemas, StoredRows}
 import io.sharedstate.core.{EventTime, RejectedUpdate}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
-import org.apache.spark.sql.types.{LongType, StringType, StructField, StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
 /** The late and rejected updates of a State, with the reason and the U they arrived at. */
 object RejectedScan {
-  def schema(s: StateSchemas): StructType = StructType(Seq(
-    StructField("key", s.key, nullable = true),
-    StructField("time", TimestampType, nullable = true),
-    StructField("value", s.value, nullable = true),
-    StructField("reason", StringType, nullable = false),
-    StructField("writer", StringType, nullable = false),
-    StructField("epoch", LongType, nullable = false),
-    StructField("update_progress", TimestampType, nullable = true)))
-
   def rows(rejected: Seq[RejectedUpdate], s: StateSchemas): Iterator[InternalRow] =
     rejected.iterator.map { r =>
       new GenericInternalRow(Array[Any](

@@ -1,7 +1,7 @@
 package io.sharedstate.spark.rows
 
 import io.sharedstate.core.{SharedStateException, StateSpec}
-import org.apache.spark.sql.types.{DataType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{DataType, LongType, StringType, StructField, StructType, TimestampType}
 import scala.util.control.NonFatal
 
 /** Spark schemas of a State: its key and value structs, and the columns reads and joins produce. */
@@ -13,6 +13,16 @@ final case class StateSchemas(stateName: String, key: StructType, value: StructT
   /** key columns, value columns, then the value's timestamp. */
   def asOfSchema: StructType =
     StructType(key.fields ++ value.fields.map(_.copy(nullable = true)) :+ StructField(timeColumn, TimestampType))
+
+  /** The rejected table: late and rejected updates, with the reason and the U they arrived at. */
+  def rejectedSchema: StructType = StructType(Seq(
+    StructField("key", key, nullable = true),
+    StructField("time", TimestampType, nullable = true),
+    StructField("value", value, nullable = true),
+    StructField("reason", StringType, nullable = false),
+    StructField("writer", StringType, nullable = false),
+    StructField("epoch", LongType, nullable = false),
+    StructField("update_progress", TimestampType, nullable = true)))
 }
 
 object StateSchemas {

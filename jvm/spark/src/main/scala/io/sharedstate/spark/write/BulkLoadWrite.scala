@@ -1,6 +1,6 @@
 package io.sharedstate.spark.write
 
-import io.sharedstate.spark.cluster.{Coordinator, DriverState}
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.{ChangelogTarget, DurableStates}
 
@@ -17,7 +17,7 @@ import org.apache.spark.sql.connector.write.{BatchWrite, DataWriter, DataWriterF
  */
 final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Logging {
   private val writer = s"bulk-load-${UUID.randomUUID()}"
-  private val state: DriverState = Coordinator.get.state(options.stateName)
+  private val state: StateController = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
 
   override def createBatchWriterFactory(info: PhysicalWriteInfo): DataWriterFactory =

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.write
 
-import io.sharedstate.spark.cluster.{Coordinator, DriverState}
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.DurableStates
 
@@ -16,7 +16,7 @@ import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactor
  */
 final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends StreamingWrite with Logging {
 
-  private val state: DriverState = Coordinator.get.state(options.stateName)
+  private val state: StateController = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
   private val committer = new EpochCommitter(state, writer, options.latenessMicros)
 

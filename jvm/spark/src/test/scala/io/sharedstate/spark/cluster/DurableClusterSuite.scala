@@ -1,7 +1,6 @@
 package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.durable.{ChangelogFile, DeltaChangelog, DeltaJournal, OwnerLease, PartitionSource, RejectedTable, SnapshotTable, Snapshotter, StateRecovery}
-import io.sharedstate.spark.fetch.batch.BatchBound
 import io.sharedstate.spark.cluster.Messages._
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
@@ -53,14 +52,14 @@ class DurableClusterSuite extends AnyFunSuite {
       val lost = scala.collection.mutable.Set.empty[HostId]
       def pick(r: StateRoute, gone: HostId): HostId = { lost += gone; Seq(hostA.id, hostB.id).find(h => !lost(h)).get }
 
-      var driver: DriverState = null
+      var driver: ClusterStateController = null
       val node = new ClusterNode(serverA, hostA, new ClusterNode.CoordinatorAccess {
         override def route(state: String): StateRoute = driver.route
         override def updateProgress(state: String): Long = driver.updateProgress
         override def ensureReader(state: String, reader: String): Unit = ()
         override def readerProgress(state: String, reader: String): Option[Long] = None
         override def hostUnreachable(state: String, host: HostId): Unit = driver.recover(host)
-        override def batchBound(key: String, state: String): BatchBound = BatchBound(Long.MaxValue, Long.MinValue)
+        override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
       })
       route.hosts.foreach(h => HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name, Nil))
       val keeper = new State(spec)
@@ -69,7 +68,7 @@ class DurableClusterSuite extends AnyFunSuite {
       assert(lease.acquire(0).isEmpty)
       val start = StateRecovery.replay(keeper, log, None, rejected = None, rebuilds = _ => false)
       val journal = new DeltaJournal(spec.name, log, target, rejectedTable, start.nextSeq, start.version, lease)
-      driver = new DriverState(keeper, Some((route, node)), Some(DriverState.Durable(journal, source, pick)))
+      driver = new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pick)))
       val client = node.client(spec.name)
       val oracle = new State(spec)
       driver.registerWriter("w"); oracle.registerWriter("w")

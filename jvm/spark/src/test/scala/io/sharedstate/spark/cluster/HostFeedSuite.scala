@@ -1,7 +1,6 @@
 package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.changes.{ChangePosition, HostChangeFeeds, HostChangeTail, HostChangeTailReader, HostFeed, HostFeedSet}
-import io.sharedstate.spark.fetch.batch.BatchBound
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 import io.sharedstate.spark.cluster.HostFeedMessages._
 import io.sharedstate.spark.cluster.Messages._
@@ -32,7 +31,7 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   override def afterAll(): Unit = { serverA.shutdown(); serverB.shutdown() }
 
-  private def setup(name: String, incarnation: Long): (StateRoute, ClusterNode, DriverState, RoutedStateClient, State) = {
+  private def setup(name: String, incarnation: Long): (StateRoute, ClusterNode, StateController, RoutedStateClient, State) = {
     val spec = StateSpec(name, "k STRING", "v STRING", 6, "replace")
     // uneven on purpose: A owns 0, 1, 4 and B owns 2, 3, 5
     val layout = StateRoute(spec, incarnation, Array(hostA.id, hostA.id, hostB.id, hostB.id, hostA.id, hostB.id))
@@ -42,10 +41,10 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
       override def updateProgress(state: String): Long = EventTime.MinusInfinity
       override def ensureReader(state: String, reader: String): Unit = ()
       override def readerProgress(state: String, reader: String): Option[Long] = None
-      override def batchBound(key: String, state: String): BatchBound = BatchBound(Long.MaxValue, Long.MinValue)
+      override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
     })
     route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, incarnation, route.partitionsOf(h).toArray)), h, name, Nil))
-    val driver = new DriverState(new State(spec), Some((route, n)))
+    val driver = new ClusterStateController(new State(spec), route, n)
     driver.registerWriter("w")
     val oracle = new State(spec)
     oracle.registerWriter("w")
@@ -53,7 +52,7 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   // One epoch of out-of-order input (some of it late), staged through the routed client and into the oracle.
-  private def epoch(random: Random, e: Long, client: RoutedStateClient, driver: DriverState, oracle: State): Long = {
+  private def epoch(random: Random, e: Long, client: RoutedStateClient, driver: StateController, oracle: State): Long = {
     var maxTime = 0L
     for (task <- 0 until 2) {
       val batch = new UpdateBatch

@@ -16,15 +16,20 @@ class LocalModeSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("with the plugin on local[N], States live in the process registry and clients call them directly") {
     val handle = SharedState.create(spark, "local_mode_state", key = "k STRING", value = "v STRING", partitions = 3)
     val coordinator = Coordinator.get
-    assert(!coordinator.isDistributed && coordinator.node == null && coordinator.sc == spark.sparkContext)
-    assert(SharedStateRuntime.registry.find(handle.name).isDefined)
+    assert(coordinator.isInstanceOf[LocalCoordinator] && coordinator.context == spark.sparkContext)
+    assert(coordinator.access.clusterNode.isEmpty && StateAccess.get.clusterNode.isEmpty)
+    assert(LocalCoordinator.registry.find(handle.name).isDefined)
     assert(StateClient.of(handle.name).isInstanceOf[LocalStateClient])
     assert(StateClient.of(handle.name).preferredHost(0).isEmpty)
     assert(coordinator.state(handle.name).owners.isEmpty)
     // the same State object answers through the client, the driver face and the registry
     val driver = coordinator.state(handle.name)
     driver.registerWriter("w")
-    assert(SharedStateRuntime.registry.get(handle.name).metrics.writers.keySet == Set("w"))
-    assert(handle.drop() && SharedStateRuntime.registry.find(handle.name).isEmpty)
+    assert(LocalCoordinator.registry.get(handle.name).metrics.writers.keySet == Set("w"))
+    assert(handle.drop() && LocalCoordinator.registry.find(handle.name).isEmpty)
+  }
+
+  test("the coordinator names the plugin's class right (it cannot see the root package)") {
+    assert(Coordinator.PluginClass == classOf[SharedStatePlugin].getName)
   }
 }

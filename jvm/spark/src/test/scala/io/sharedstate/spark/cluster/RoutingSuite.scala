@@ -1,6 +1,5 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.fetch.batch.BatchBound
 import io.sharedstate.spark.rows.AsOfPairs
 import io.sharedstate.spark.cluster.Messages._
 
@@ -16,7 +15,7 @@ import scala.util.Random
 /**
  * Two hosts in one JVM, each behind its own RPC server: host A is "this JVM" (direct calls), host B
  * is reached over RPC. Writes, commits and fetches go through the routed client and the driver's
- * DriverState, and every answer is checked against one plain State given the same updates.
+ * StateController, and every answer is checked against one plain State given the same updates.
  */
 class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val conf = new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "routing-suite")
@@ -37,7 +36,7 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
     override def updateProgress(state: String): Long = EventTime.MinusInfinity
     override def ensureReader(state: String, reader: String): Unit = ()
     override def readerProgress(state: String, reader: String): Option[Long] = None
-    override def batchBound(key: String, state: String): BatchBound = BatchBound(Long.MaxValue, Long.MinValue)
+    override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
   })
 
   // The key bytes are opaque to routing and storage, so plain UTF-8 stands in for binary rows here.
@@ -47,7 +46,7 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("updates staged per owner, committed at every host, fetched from the owner: answers of one State") {
     val n = node()
     route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name, Nil))
-    val driver = new DriverState(new State(spec), Some((route, n)))
+    val driver = new ClusterStateController(new State(spec), route, n)
     val oracle = new State(spec)
     val client = new RoutedStateClient(route, n)
     driver.registerWriter("w"); oracle.registerWriter("w")

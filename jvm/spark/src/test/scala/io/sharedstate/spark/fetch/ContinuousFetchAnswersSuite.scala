@@ -1,6 +1,6 @@
 package io.sharedstate.spark.fetch
 
-import io.sharedstate.spark.cluster.{SharedStateRuntime, StateClient}
+import io.sharedstate.spark.cluster.{LocalCoordinator, StateClient}
 import io.sharedstate.spark.rows.StoredPairs
 
 import io.sharedstate.core.{Change, RejectedUpdate, StateSpec, UpdateBatch}
@@ -25,7 +25,7 @@ class ContinuousFetchAnswersSuite extends AnyFunSuite {
 
   test("answers completed on the U-advancing thread and on the task thread at once keep their own values") {
     val name = "continuous_answers_race"
-    val state = SharedStateRuntime.registry.create(StateSpec(name, "k BIGINT", "v BIGINT", 4, "replace"))
+    val state = LocalCoordinator.registry.create(StateSpec(name, "k BIGINT", "v BIGINT", 4, "replace"))
     try {
       val keyBytes = ExpressionEncoder(StructType.fromDDL("k BIGINT")).createSerializer()
       val valueBytes = ExpressionEncoder(StructType.fromDDL("v BIGINT")).createSerializer()
@@ -77,6 +77,6 @@ class ContinuousFetchAnswersSuite extends AnyFunSuite {
       assert(out.size == rows.size)
       val wrong = out.filter(r => r.getLong(3) != r.getLong(0) * 1000 + r.getLong(1))
       assert(wrong.isEmpty, s"${wrong.size} answers carry another event's value, e.g. ${wrong.take(3)}")
-    } finally SharedStateRuntime.registry.drop(name)
+    } finally LocalCoordinator.registry.drop(name)
   }
 }

@@ -1,7 +1,6 @@
 package io.sharedstate.spark.fetch.batch
 
-import io.sharedstate.spark.cluster.{Cluster, Coordinator}
-import io.sharedstate.spark.fetch.FetchProgressListener
+import io.sharedstate.spark.cluster.{Coordinator, DriverRequest, StateAccess}
 
 import io.sharedstate.core.{EventTime, SharedStateException}
 import java.util.concurrent.{ConcurrentHashMap, Executors}
@@ -59,9 +58,17 @@ object BatchBounds extends Logging {
     bounds.keySet.removeIf(k => k.startsWith(prefix) && k.substring(prefix.length).toLongOption.isDefined)
   }
 
+  /** [[register]] from the query's stream thread (which carries the query id), as Spark plans the join's tick source. */
+  def registerFromStream(join: String, checkpointLocation: String): Unit = {
+    val session = SparkSession.active
+    Option(session.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY)).foreach { query =>
+      register(query, join, checkpointLocation, session.sessionState.newHadoopConf())
+    }
+  }
+
   /**
    * On the driver: the recorded bound of the batch, or the live one recorded as it. F is live only
-   * after the query's earlier batches are reported ([[FetchProgressListener.catchUp]]): then the
+   * after the query's earlier batches are reported ([[FetchJoinProgress.catchUp]]): then the
    * State's F is the recorded one until this batch completes, so nothing a re-run reads was compacted.
    * The first time this run of the query (in this driver) sees the batch it also drops what an earlier attempt of it left in the
    * waiting-events directory (its tasks write there), and the waiting events of batches before the one it
@@ -74,10 +81,10 @@ object BatchBounds extends Logging {
     val registered = Option(joins.get(s"$query|$join")).getOrElse(throw new IllegalStateException(
       s"Fetch join $join of query $query has no checkpoint directory: its progress stream was not planned on this driver."))
     def live: BatchBound = {
-      FetchProgressListener.catchUp(query)
+      FetchJoinProgress.catchUp(query)
       val s = Coordinator.get.state(state)
       val (previous, parts) = registered.waiting.previous(batch)
-      BatchBound(s.updateProgress, s.readerProgress(FetchProgressListener.readerId(query, join)).getOrElse(EventTime.MinusInfinity),
+      BatchBound(s.updateProgress, s.readerProgress(FetchJoinProgress.readerId(query, join)).getOrElse(EventTime.MinusInfinity),
         previous, parts)
     }
     val bound = bounds.computeIfAbsent(key, _ => {
@@ -124,8 +131,11 @@ object BatchBounds extends Logging {
   private[spark] def awaitPrepared(): Unit = preparer.submit(new Runnable { override def run(): Unit = () }).get()
 
   /** From a task anywhere: on the driver JVM a direct call, on an executor one call to the coordinator. */
-  def of(query: String, join: String, batch: Long, state: String): BatchBound = {
-    val node = Cluster.node
-    if (node == null) onDriver(key(query, join, batch), state) else node.batchBound(key(query, join, batch), state)
+  def of(query: String, join: String, batch: Long, state: String): BatchBound =
+    StateAccess.get.askDriver(BoundRequest(key(query, join, batch), state))
+
+  /** The bound of batch `key` of a join on `state`, asked from a task (see [[onDriver]]). */
+  private final case class BoundRequest(key: String, state: String) extends DriverRequest[BatchBound] {
+    override def onDriver(): BatchBound = BatchBounds.onDriver(key, state)
   }
 }

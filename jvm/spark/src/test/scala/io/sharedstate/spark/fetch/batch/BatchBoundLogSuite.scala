@@ -1,7 +1,6 @@
 package io.sharedstate.spark.fetch.batch
 
-import io.sharedstate.spark.cluster.{Coordinator, DriverState}
-import io.sharedstate.spark.fetch.FetchProgressListener
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 
 import io.sharedstate.core.{SharedStateException, StateSpec}
 import java.nio.file.Files
@@ -37,11 +36,11 @@ class BatchBoundLogSuite extends AnyFunSuite {
   private def uf(b: BatchBound): (Long, Long) = (b.u, b.f)
 
   // A fresh State with the reader of (query, join) at F = 30 and the join's bound log registered.
-  private def withJoin(name: String, query: String, join: String)(body: (DriverState, String, Path) => Unit): Unit = {
+  private def withJoin(name: String, query: String, join: String)(body: (StateController, String, Path) => Unit): Unit = {
     val coordinator = Coordinator.get
     if (coordinator.names.contains(name)) coordinator.drop(name)
     val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
-    val reader = FetchProgressListener.readerId(query, join)
+    val reader = FetchJoinProgress.readerId(query, join)
     state.registerReader(reader)
     state.reportFetchProgress(reader, 30L)
     val d = dir()

@@ -10,13 +10,12 @@ import java.util.concurrent.locks.ReentrantReadWriteLock
 import org.apache.spark.internal.Logging
 
 /**
- * The driver's face of one State: its definition, its progress (U and F) and its writers' and
- * readers' lifecycle. In local mode it is the State itself. In a cluster it keeps a data-less copy
+ * The driver's control of a State whose partitions live on hosts. It keeps a data-less copy
  * of the State (the progress keeper) and sends every lifecycle step to each host, in one order under
  * one lock, before applying it to the copy: every host computes the same U, and U on the driver
  * never runs ahead of what the hosts have applied.
  *
- * A durable State in a cluster ([[DriverState.Durable]]) journals each step first: the keeper's
+ * A durable State in a cluster ([[ClusterStateController.Durable]]) journals each step first: the keeper's
  * journal commits it to the Delta changelog, then sends it to the hosts, and only then does the
  * keeper apply it. So no host applies anything the changelog does not hold, and a host that is lost
  * has its partitions rebuilt from the tables on a live one ([[recover]]) while commits wait.
@@ -24,9 +23,10 @@ import org.apache.spark.internal.Logging
  * `keeperHosted`: the keeper is the State itself, hosted by the driver (a read-only durable State
  * following its owner's changelog): steps apply to it once, directly; requests reach it as a host.
  */
-final class DriverState private[cluster] (progressKeeper: State, cluster: Option[(StateRoute, ClusterNode)],
-    durable: Option[DriverState.Durable] = None, keeperHosted: Boolean = false) extends Logging {
-  @volatile private var currentRoute: StateRoute = cluster.map(_._1).orNull
+private[sharedstate] final class ClusterStateController(progressKeeper: State, initialRoute: StateRoute,
+    node: ClusterNode, durable: Option[ClusterStateController.Durable] = None, keeperHosted: Boolean = false)
+    extends StateController with Logging {
+  @volatile private var currentRoute: StateRoute = initialRoute
   // Held (write) while partitions move: routes are not handed out meanwhile.
   private val moving = new ReentrantReadWriteLock()
   // Counts of the commit in flight, set by the journal when it sends the commit to the hosts.
@@ -37,49 +37,41 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
 
   durable.foreach(d => progressKeeper.attachJournal(new ClusterJournal(d.journal)))
 
-  def name: String = progressKeeper.name
-  def spec: StateSpec = progressKeeper.spec
-  def partitionCount: Int = progressKeeper.partitionCount
-  def updateProgress: Long = progressKeeper.updateProgress
-  def fetchProgress: Long = progressKeeper.fetchProgress
-  def writerProgress(writer: String): Option[Long] = progressKeeper.writerProgress(writer)
-  def readerProgress(reader: String): Option[Long] = progressKeeper.readerProgress(reader)
-  def lastCommittedEpoch(writer: String): Long = progressKeeper.lastCommittedEpoch(writer)
-  def isDurable: Boolean = durable.isDefined
+  override def name: String = progressKeeper.name
+  override def spec: StateSpec = progressKeeper.spec
+  override def partitionCount: Int = progressKeeper.partitionCount
+  override def updateProgress: Long = progressKeeper.updateProgress
+  override def fetchProgress: Long = progressKeeper.fetchProgress
+  override def writerProgress(writer: String): Option[Long] = progressKeeper.writerProgress(writer)
+  override def readerProgress(reader: String): Option[Long] = progressKeeper.readerProgress(reader)
+  override def lastCommittedEpoch(writer: String): Long = progressKeeper.lastCommittedEpoch(writer)
+  override def isDurable: Boolean = durable.isDefined
 
-  /** The owner of each partition (empty in local mode). */
-  def owners: Seq[HostId] = Option(currentRoute).map(_.owners.toSeq).getOrElse(Nil)
+  override def owners: Seq[HostId] = currentRoute.owners.toSeq
 
   /** Where the partitions are now; waits (bounded) while lost partitions are being rebuilt elsewhere. */
   def route: StateRoute = {
-    if (!moving.readLock().tryLock(DriverState.RouteWaitSeconds, TimeUnit.SECONDS)) throw new SharedStateException(
-      s"State '$name': its partitions have been moving for over ${DriverState.RouteWaitSeconds} s (a lost executor's " +
+    if (!moving.readLock().tryLock(ClusterStateController.RouteWaitSeconds, TimeUnit.SECONDS)) throw new SharedStateException(
+      s"State '$name': its partitions have been moving for over ${ClusterStateController.RouteWaitSeconds} s (a lost executor's " +
         "partitions are being rebuilt); try again later.")
     try currentRoute finally moving.readLock().unlock()
   }
 
-  /** Partitions rebuilt elsewhere after losing their host, and how long each move took. */
-  @volatile var moves: Vector[DriverState.Move] = Vector.empty
+  @volatile private var movesSoFar: Vector[ClusterStateController.Move] = Vector.empty
+  override def moves: Seq[ClusterStateController.Move] = movesSoFar
 
-  /**
-   * A subscription to the State's change feed from `from` (see core ChangeFeed), in local mode where
-   * the State lives in this JVM. None in a cluster: there the change stream subscribes to each
-   * host's own feed (see HostChangeFeeds).
-   */
-  def subscribeChanges(from: Long): Option[ChangeSubscription] = cluster match {
-    case None => Some(progressKeeper.subscribeChanges(from))
-    case Some(_) => None
-  }
+  // The change stream subscribes to each host's own feed (see changes.HostChangeFeeds).
+  override def subscribeChanges(from: Long): Option[ChangeSubscription] = None
 
-  def registerWriter(writer: String): Unit = step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
-  def abortEpoch(writer: String, epoch: Long): Unit = step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
-  def finishWriter(writer: String): Unit = step(FinishWriter(name, incarnation, writer))(_.finishWriter(writer))
-  def deregisterWriter(writer: String): Unit = step(DeregisterWriter(name, incarnation, writer))(_.deregisterWriter(writer))
-  def registerReader(reader: String): Unit = step(RegisterReader(name, incarnation, reader))(_.registerReader(reader))
-  def reportFetchProgress(reader: String, progress: Long): Unit =
+  override def registerWriter(writer: String): Unit = step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
+  override def abortEpoch(writer: String, epoch: Long): Unit = step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
+  override def finishWriter(writer: String): Unit = step(FinishWriter(name, incarnation, writer))(_.finishWriter(writer))
+  override def deregisterWriter(writer: String): Unit = step(DeregisterWriter(name, incarnation, writer))(_.deregisterWriter(writer))
+  override def registerReader(reader: String): Unit = step(RegisterReader(name, incarnation, reader))(_.registerReader(reader))
+  override def reportFetchProgress(reader: String, progress: Long): Unit =
     step(ReportFetchProgress(name, incarnation, reader, progress))(_.reportFetchProgress(reader, progress))
-  def finishReader(reader: String): Unit = step(FinishReader(name, incarnation, reader))(_.finishReader(reader))
-  def deregisterReader(reader: String): Unit = step(DeregisterReader(name, incarnation, reader))(_.deregisterReader(reader))
+  override def finishReader(reader: String): Unit = step(FinishReader(name, incarnation, reader))(_.finishReader(reader))
+  override def deregisterReader(reader: String): Unit = step(DeregisterReader(name, incarnation, reader))(_.deregisterReader(reader))
 
   /**
    * Commits `epoch` of `writer` at every host (each applies what the new U makes final there), then
@@ -88,33 +80,30 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
    * `payload` (a durable State's changelog files) and `finish` (a bulk load) go to the journal: in
    * one Delta transaction, before any host hears of the commit.
    */
-  def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef = null,
-      finish: Boolean = false): CommitOutcome = cluster match {
-    case None => progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
-    case Some(_) if keeperHosted => progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
-    case Some(_) if durable.isDefined => synchronized {
+  override def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef,
+      finish: Boolean): CommitOutcome =
+    if (keeperHosted) progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
+    else if (durable.isDefined) synchronized {
       if (spec.lateness == StateSpec.FailLate) broadcast(CheckNotLate(name, incarnation, writer, epoch))
       hostCounts = Nil
       val outcome = progressKeeper.commitEpoch(writer, epoch, progress, payload, finish)
       if (outcome.alreadyCommitted) outcome
       else outcome.copy(accepted = hostCounts.map(_.accepted).sum, rejected = hostCounts.map(_.rejected).sum)
     }
-    case Some(_) if finish =>
+    else if (finish) {
       val outcome = commitEpoch(writer, epoch, progress)
       finishWriter(writer)
       outcome.copy(updateProgress = updateProgress)
-    case Some(_) => synchronized {
+    }
+    else synchronized {
       if (spec.lateness == StateSpec.FailLate) broadcast(CheckNotLate(name, incarnation, writer, epoch))
       val counts = broadcast(CommitEpoch(name, incarnation, writer, epoch, progress)).map(_.asInstanceOf[Committed])
       progressKeeper.commitEpoch(writer, epoch, progress)
         .copy(accepted = counts.map(_.accepted).sum, rejected = counts.map(_.rejected).sum)
     }
-  }
 
   /** Sizes and counts summed over the hosts; U, F and per-writer progress from the driver. */
-  def metrics: StateMetrics = cluster match {
-    case None => progressKeeper.metrics
-    case Some(_) =>
+  override def metrics: StateMetrics = {
       val own = progressKeeper.metrics
       val parts = broadcast(GetMetrics(name, incarnation)).map(_.asInstanceOf[StateMetrics])
       def sum(f: StateMetrics => Long): Long = parts.map(f).sum
@@ -130,10 +119,8 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
         partitionBytes = sumSeq(_.partitionBytes), partitionKeys = sumSeq(_.partitionKeys))
   }
 
-  def rejectedUpdates: Seq[RejectedUpdate] = cluster match {
-    case None => progressKeeper.rejectedUpdates
-    case Some(_) => broadcast(GetRejected(name, incarnation)).flatMap(_.asInstanceOf[Array[RejectedUpdate]].toSeq)
-  }
+  override def rejectedUpdates: Seq[RejectedUpdate] =
+    broadcast(GetRejected(name, incarnation)).flatMap(_.asInstanceOf[Array[RejectedUpdate]].toSeq)
 
   /**
    * A durable State whose partitions some lost host owned: they are rebuilt (from the latest snapshot
@@ -141,8 +128,8 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
    * lifecycle step waits, so the rebuilt partitions end exactly where the other hosts are. Requests
    * for them wait for the new route meanwhile. Does nothing if `lost` owns none of them.
    */
-  def recover(lost: HostId): Unit = (cluster, durable) match {
-    case (Some((_, node)), Some(d)) => synchronized {
+  def recover(lost: HostId): Unit = durable match {
+    case Some(d) => synchronized {
       val lostParts = currentRoute.partitionsOf(lost)
       if (lostParts.nonEmpty) {
         moving.writeLock().lock()
@@ -155,7 +142,7 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
           stepRejected ++= rebuilt.rejections.sortBy(_._1).map(_._2)
           currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h))
           val ms = (System.nanoTime() - started) / 1000000
-          moves = moves :+ DriverState.Move(lostParts, lost, target, ms)
+          movesSoFar = movesSoFar :+ ClusterStateController.Move(lostParts, lost, target, ms)
           logInfo(s"State $name: partition(s) ${lostParts.mkString(", ")} of lost $lost rebuilt on $target in $ms ms")
         } finally moving.writeLock().unlock()
       }
@@ -167,42 +154,38 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
   private[cluster] def snapshotSource: SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = progressKeeper.partitionCount
     // Hosts encode full snapshots only (their partitions do not track changed keys).
-    override def encode(p: Int, delta: Boolean): EncodedPartition = DriverState.this.synchronized {
+    override def encode(p: Int, delta: Boolean): EncodedPartition = ClusterStateController.this.synchronized {
       require(!delta, "a cluster State takes full snapshots only")
       val bytes = retryingLost(() => {
         val owner = currentRoute.owners(p)
-        HostLink.await[Array[Byte]](cluster.get._2.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
+        HostLink.await[Array[Byte]](node.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
       })
       EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress, durable.get.journal.lastVersion)
     }
-    override def betweenCommits[T](body: => T): T = DriverState.this.synchronized(body)
+    override def betweenCommits[T](body: => T): T = ClusterStateController.this.synchronized(body)
     override def checkHealthy(): Unit = durable.foreach(_.journal.checkHealthy())
   }
 
   private[cluster] def close(): Unit = progressKeeper.close()
 
-  private def incarnation: Long = Option(currentRoute).map(_.incarnation).getOrElse(0L)
+  private def incarnation: Long = currentRoute.incarnation
 
-  private def step(message: Lifecycle)(local: State => Unit): Unit = cluster match {
-    case None => local(progressKeeper)
-    case Some(_) if keeperHosted => synchronized(local(progressKeeper))
-    case Some(_) if durable.isDefined => synchronized {
+  private def step(message: Lifecycle)(local: State => Unit): Unit =
+    if (keeperHosted) synchronized(local(progressKeeper))
+    else if (durable.isDefined) synchronized {
       // The journal sends journaled steps to the hosts; the others (readers, repeated steps) go here.
       val before = journaled
       local(progressKeeper)
       if (journaled == before) { broadcast(message); writeRejected() }
     }
-    case Some(_) => synchronized { broadcast(message); local(progressKeeper) }
-  }
+    else synchronized { broadcast(message); local(progressKeeper) }
 
   private var journaled = 0L
 
   // All hosts at once, then every answer awaited (a failure names the host and its partitions). A
   // durable State's lost host has its partitions rebuilt elsewhere, whose host then answers instead
   // (a lifecycle step was already applied there: the rebuild replays it from the changelog).
-  private def broadcast(message: Any): Seq[Any] = cluster match {
-    case None => Nil
-    case Some((_, node)) =>
+  private def broadcast(message: Any): Seq[Any] = {
       val route = currentRoute
       val asked = route.hosts.map(h => h -> node.link(h).ask(message))
       val answers = asked.map { case (h, f) =>
@@ -234,7 +217,7 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
 
   private def retryingLost[T](body: () => T): T =
     try body() catch {
-      case e: HostUnreachableException if durable.isDefined && !HostLink.answers(cluster.get._2.link(e.host)) =>
+      case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(e.host)) =>
         recover(e.host); body()
     }
 
@@ -261,7 +244,7 @@ final class DriverState private[cluster] (progressKeeper: State, cluster: Option
   }
 }
 
-object DriverState {
+object ClusterStateController {
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
 

@@ -1,0 +1,48 @@
+package io.sharedstate.spark.cluster
+
+import io.sharedstate.core.{State, StateRegistry, StateSpec}
+import io.sharedstate.spark.durable.DurableStates
+import org.apache.spark.SparkContext
+import org.apache.spark.sql.SparkSession
+
+/**
+ * Local mode (the embedded default): the driver's JVM is the only host, so the coordinator and
+ * every task use the process's registry of States directly, with no RPC.
+ */
+private[sharedstate] final class LocalCoordinator(val context: SparkContext) extends Coordinator {
+  import LocalCoordinator.registry
+
+  override def create(spec: StateSpec): StateController = new LocalStateController(registry.create(spec))
+
+  override def createDurable(spark: SparkSession, spec: StateSpec, root: String): StateController =
+    new LocalStateController(DurableStates.create(spark, spec, root, registry))
+
+  override def openDurable(spark: SparkSession, name: String, root: String,
+      readOnly: Option[Boolean]): Option[StateController] =
+    DurableStates.open(spark, name, root, registry, readOnly).map(new LocalStateController(_))
+
+  override def state(name: String): StateController = new LocalStateController(find(name))
+
+  override def names: Seq[String] = registry.names
+
+  override def drop(name: String): Boolean = { DurableStates.forget(name); registry.drop(name) }
+
+  override val access: StateAccess = new StateAccess {
+    override def client(state: String): StateClient = new LocalStateClient(registry.get(state))
+    override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
+    override def clusterNode: Option[ClusterNode] = None
+  }
+
+  // A durable State not opened yet in this application is opened from the root of the session
+  // (streaming query threads may have no active session, so the default one is asked too).
+  private def find(name: String): State =
+    registry.find(name).orElse {
+      val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+      session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.open(s, name, r, registry)))
+    }.getOrElse(registry.get(name))
+}
+
+private[sharedstate] object LocalCoordinator {
+  /** The States of this process in local mode; it outlives SparkContexts, as the States do. */
+  val registry: StateRegistry = new StateRegistry
+}

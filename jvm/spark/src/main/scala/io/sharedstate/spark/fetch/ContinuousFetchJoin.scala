@@ -1,14 +1,12 @@
 package io.sharedstate.spark.fetch
 
 import io.sharedstate.spark.cluster.StateClient
-import io.sharedstate.spark.rows.EventTimes
+import io.sharedstate.spark.rows.{EventTimes, KeyEncoder}
 
-import io.sharedstate.core.{FetchAnswer, Key}
+import io.sharedstate.core.FetchAnswer
 import java.util.concurrent.{ConcurrentHashMap, LinkedBlockingQueue, TimeUnit}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, Encoders, Row}
-import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
-import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 
 /**
@@ -26,7 +24,7 @@ object ContinuousFetchJoin {
 /** `clientOf` finds the State's client in the task's JVM (tests put a stand-in there). */
 final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
   extends (Iterator[Row] => Iterator[Row]) with Serializable {
-  @transient private lazy val keySerializer = ExpressionEncoder(spec.keySchema).createSerializer()
+  @transient private lazy val keys = KeyEncoder.externalRows(spec.keySchema)
   @transient private lazy val cells = new FetchAnswerCells(spec)
 
   override def apply(events: Iterator[Row]): Iterator[Row] = {
@@ -73,8 +71,7 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => Sta
     }
 
     private def issue(event: Row): Unit = {
-      val key = Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get))
-      val k = new Key(keySerializer(key).asInstanceOf[UnsafeRow].copy().getBytes)
+      val k = keys(Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get)))
       outstanding += 1
       state.fetchAsync(spec.rule.request(k, EventTimes.micros(event.get(spec.timeOrdinal)), spec.mode, spec.valueType))
         .whenComplete((answer: FetchAnswer, error: Throwable) => ready.add(event -> (if (error != null) Left(error) else Right(answer))))

@@ -2,12 +2,12 @@ package io.sharedstate.spark.fetch
 
 import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.fetch.batch.{BatchBound, WaitingEventFiles}
+import io.sharedstate.spark.rows.KeyEncoder
 
-import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.{EventTime, FetchAnswer, SharedStateException}
 import io.sharedstate.core.fetch.FetchRequest
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, UnsafeProjection, UnsafeRow}
-import org.apache.spark.unsafe.Platform
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 
 /**
  * One task of a fetch join: the waiting events it takes over from the previous micro-batch, then its
@@ -27,9 +27,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
   private val output = new FetchJoinOutput(spec)
   // What waits is written with the event columns only (input rows may carry more).
   private val eventColumns = UnsafeProjection.create(spec.eventSchema)
-  private val keyProjection = UnsafeProjection.create(spec.keyOrdinals.toSeq.map { i =>
-    BoundReference(i, spec.eventSchema(i).dataType, spec.eventSchema(i).nullable)
-  })
+  private val keys = KeyEncoder.columns(spec.eventSchema, spec.keyOrdinals)
   private val now = System.currentTimeMillis()
   private val timeOrdinal = spec.timeOrdinal
 
@@ -120,7 +118,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
     var r = 0
     while (i < filled) {
       if (kinds(i) == Asked) {
-        requests(r) = spec.rule.request(new Key(keyBytes(events(i))), times(i), spec.mode, spec.valueType)
+        requests(r) = spec.rule.request(keys.key(events(i)), times(i), spec.mode, spec.valueType)
         r += 1
       }
       i += 1
@@ -139,14 +137,6 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
       }
       i += 1
     }
-  }
-
-  // A copy: the projection reuses its buffer.
-  private def keyBytes(event: UnsafeRow): Array[Byte] = {
-    val key = keyProjection(event)
-    val bytes = new Array[Byte](key.getSizeInBytes)
-    key.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
-    bytes
   }
 
   private def keep(i: Int): Unit = {

@@ -2,13 +2,13 @@ package io.sharedstate.spark.fetch
 
 import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.config.Intervals
-import io.sharedstate.spark.rows.StateSchemas
+import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
 
-import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException}
+import io.sharedstate.core.{EventTime, FetchAnswer, SharedStateException}
 import io.sharedstate.core.fetch.ReadMode
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
-import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression, GetStructField, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
@@ -52,16 +52,14 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
   }
 
   // The key as the binary row the sink stores: one column, or the struct's fields.
-  @transient private lazy val keyProjection: UnsafeProjection =
-    if (schemas.key.length == 1) UnsafeProjection.create(Seq(key))
-    else UnsafeProjection.create(schemas.key.indices.map(i => GetStructField(key, i)))
+  @transient private lazy val keys = KeyEncoder.expression(key, schemas.key)
 
   override def eval(input: InternalRow): Any = {
     if (key.eval(input) == null) return null
     val t = time.eval(input)
     if (t == null) return null
     val micros = t.asInstanceOf[Long]
-    val k = new Key(keyProjection(input).copy().getBytes)
+    val k = keys.key(input)
     client.fetch(rule.request(k, micros, mode, client.spec.valueType)) match {
       case FetchAnswer.NotYet =>
         throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(micros)}): " +

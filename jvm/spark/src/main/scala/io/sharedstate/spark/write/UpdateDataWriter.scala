@@ -3,7 +3,6 @@ package io.sharedstate.spark.write
 import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.{ChangelogFile, ChangelogTarget}
-import io.sharedstate.spark.rows.RowBinder
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
 import org.apache.spark.sql.catalyst.InternalRow

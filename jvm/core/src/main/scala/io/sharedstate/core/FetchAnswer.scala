@@ -19,6 +19,9 @@ object FetchAnswer {
   final case class Pairs(times: Array[Long], values: Array[Array[Byte]]) extends FetchAnswer {
     def size: Int = times.length
   }
-  /** An aggregate over a range, as a binary row of `rowType`. */
-  final case class Aggregate(row: Array[Byte], rowType: ValueType) extends FetchAnswer
+  /**
+   * An aggregate over a range, as a binary row of `rowType`. `emptyRange`: the range held no pair
+   * (only `count` and `collect` answer one, with 0 and []; a join treats it as no match).
+   */
+  final case class Aggregate(row: Array[Byte], rowType: ValueType, emptyRange: Boolean = false) extends FetchAnswer
 }

@@ -117,7 +117,7 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
     case FetchAnswer.Absent => "absent"
     case FetchAnswer.Found(t, v) => (t, rule.decode(v))
     case p: FetchAnswer.Pairs => p.times.toSeq.zip(p.values.toSeq.map(rule.decode))
-    case FetchAnswer.Aggregate(row, rt) => BinaryRow.decode(rt, row).toSeq.map {
+    case FetchAnswer.Aggregate(row, rt, _) => BinaryRow.decode(rt, row).toSeq.map {
       case arr: Array[AnyRef] => arr.toSeq.map { case l: java.lang.Long => l.longValue; case o => o }
       case l: java.lang.Long => l.longValue
       case o => o

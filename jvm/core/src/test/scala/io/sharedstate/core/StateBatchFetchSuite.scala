@@ -17,7 +17,7 @@ class StateBatchFetchSuite extends AnyFunSuite {
   private def show(a: FetchAnswer): String = a match {
     case FetchAnswer.Found(t, v) => s"Found($t, ${v.toSeq})"
     case FetchAnswer.Pairs(ts, vs) => s"Pairs(${ts.toSeq}, ${vs.map(_.toSeq).toSeq})"
-    case FetchAnswer.Aggregate(r, _) => s"Aggregate(${r.toSeq})"
+    case FetchAnswer.Aggregate(r, _, _) => s"Aggregate(${r.toSeq})"
     case other => other.toString
   }
 

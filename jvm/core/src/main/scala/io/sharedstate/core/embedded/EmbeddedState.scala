@@ -76,7 +76,7 @@ final class EmbeddedState(val state: State, writer: String) {
     case FetchAnswer.Absent => new EmbeddedAnswer("absent", 0L, null, null, null, valueColumns)
     case FetchAnswer.Found(t, v) => new EmbeddedAnswer("found", t, decodeValue(v), null, null, valueColumns)
     case p: FetchAnswer.Pairs => new EmbeddedAnswer("pairs", 0L, null, p.times, p.values.map(decodeValue), valueColumns)
-    case FetchAnswer.Aggregate(row, t) =>
+    case FetchAnswer.Aggregate(row, t, _) =>
       new EmbeddedAnswer("aggregate", 0L, BinaryRow.decode(t, row), null, null, t.fields.map(_.name).toArray)
   }
 }

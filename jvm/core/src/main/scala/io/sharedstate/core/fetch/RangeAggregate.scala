@@ -45,12 +45,12 @@ final case class RangeAggregate(function: String, from: Long, valueType: ValueTy
       case "count" =>
         val w = new BinaryRowWriter(1)
         w.setLong(0, math.max(0, b - a).toLong)
-        FetchAnswer.Aggregate(w.toBytes, resultType)
+        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = b <= a)
       case "collect" =>
         val values = (a until b).map(i => BinaryRow.decode(valueType, set.valueAt(i))(0)).toArray
         val w = new BinaryRowWriter(1)
         w.setArray(0, valueType(0), values, valueType.fields(0).name)
-        FetchAnswer.Aggregate(w.toBytes, resultType)
+        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = b <= a)
       case _ if b <= a => FetchAnswer.Absent
       case "avg" => FetchAnswer.Aggregate(average(set, a, b), resultType)
       case f =>

@@ -22,7 +22,7 @@ class FetchRulesSuite extends AnyFunSuite {
     s
   }
   private def agg(a: FetchAnswer): Seq[Any] = a match {
-    case FetchAnswer.Aggregate(row, t) => BinaryRow.decode(t, row).toSeq.map { case arr: Array[AnyRef] => arr.toSeq; case o => o }
+    case FetchAnswer.Aggregate(row, t, _) => BinaryRow.decode(t, row).toSeq.map { case arr: Array[AnyRef] => arr.toSeq; case o => o }
     case other => fail(s"not an aggregate: $other")
   }
 
@@ -55,6 +55,9 @@ class FetchRulesSuite extends AnyFunSuite {
     assert(agg(ask("count", 41, 99)) == Seq(0L), "count of an empty range is 0")
     assert(agg(ask("collect", 41, 99)) == Seq(Seq()), "collect of an empty range is []")
     assert(ask("sum", 41, 99) == FetchAnswer.Absent, "sum of an empty range is absent (SQL NULL)")
+    def empty(a: FetchAnswer): Boolean = a.asInstanceOf[FetchAnswer.Aggregate].emptyRange
+    assert(empty(ask("count", 41, 99)) && empty(ask("collect", 41, 99)), "the engine marks an empty range (no match)")
+    assert(!empty(ask("count", 15, 40)) && !empty(ask("collect", 20, 40)) && !empty(ask("sum", 10, 30)))
   }
 
   test("every built-in fetch rule survives Java serialisation (requests travel to remote hosts) and answers the same") {
@@ -67,7 +70,7 @@ class FetchRulesSuite extends AnyFunSuite {
       new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject().asInstanceOf[T]
     }
     def same(a: FetchAnswer, b: FetchAnswer): Boolean = (a, b) match {
-      case (FetchAnswer.Aggregate(x, xt), FetchAnswer.Aggregate(y, yt)) => x.sameElements(y) && xt == yt
+      case (FetchAnswer.Aggregate(x, xt, xe), FetchAnswer.Aggregate(y, yt, ye)) => x.sameElements(y) && xt == yt && xe == ye
       case (FetchAnswer.Pairs(xt, xv), FetchAnswer.Pairs(yt, yv)) =>
         xt.sameElements(yt) && xv.length == yv.length && xv.indices.forall(i => xv(i).sameElements(yv(i)))
       case (FetchAnswer.Found(xt, xv), FetchAnswer.Found(yt, yv)) => xt == yt && xv.sameElements(yv)

@@ -37,18 +37,11 @@ final class FetchAnswerCells(spec: FetchJoinSpec) {
         Row.fromSeq(EventTimes.external(p.times(i), timeLike) +: valueDecoder(StoredRows.wrap(p.values(i), valueWidth)).toSeq)
       }.toSeq
       FetchAnswerCells.Cells(Seq(pairs), matched = p.size > 0)
-    case FetchAnswer.Aggregate(bytes, rowType) =>
-      val row = aggregateDecoder(StoredRows.wrap(bytes, rowType.size))
-      FetchAnswerCells.Cells(row.toSeq, matched = !isEmptyRange(row))
+    case FetchAnswer.Aggregate(bytes, rowType, emptyRange) =>
+      FetchAnswerCells.Cells(aggregateDecoder(StoredRows.wrap(bytes, rowType.size)).toSeq, matched = !emptyRange)
     case FetchAnswer.NotYet => throw new IllegalStateException("a fetch that is not answerable yet has no cells")
   }
 
-  // count and collect answer an empty range with 0 and []; the join treats that like no value.
-  private def isEmptyRange(row: Row): Boolean = spec.rule.name match {
-    case "count" => row.getLong(0) == 0L
-    case "collect" => row.getSeq[Any](0).isEmpty
-    case _ => false
-  }
 
   private def decoder(schema: StructType) = ExpressionEncoder(schema).resolveAndBind().createDeserializer()
 }

@@ -3,7 +3,6 @@ package io.sharedstate.spark.fetch
 import io.sharedstate.spark.rows.{StoredRows, UnsafeColumnCopy}
 
 import io.sharedstate.core.FetchAnswer
-import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -46,10 +45,9 @@ final class FetchJoinOutput(spec: FetchJoinSpec) {
         writer.write(eventWidth + values.width, t)
         true
       case p: FetchAnswer.Pairs => pairs(p); p.size > 0
-      case FetchAnswer.Aggregate(bytes, rowType) =>
-        val result = StoredRows.wrap(bytes, rowType.size)
-        aggregates.copy(result, writer, eventWidth)
-        !isEmptyRange(result)
+      case FetchAnswer.Aggregate(bytes, rowType, emptyRange) =>
+        aggregates.copy(StoredRows.wrap(bytes, rowType.size), writer, eventWidth)
+        !emptyRange
       case FetchAnswer.NotYet => throw new IllegalStateException("a fetch that is not answerable yet has no cells")
     }
   }
@@ -95,10 +93,4 @@ final class FetchJoinOutput(spec: FetchJoinSpec) {
     cells.copy(pairsRow(new GenericInternalRow(Array[Any](new GenericArrayData(structs)))), writer, eventWidth)
   }
 
-  // count and collect answer an empty range with 0 and []; the join treats that like no value.
-  private def isEmptyRange(result: InternalRow): Boolean = spec.rule.name match {
-    case "count" => result.getLong(0) == 0L
-    case "collect" => result.getArray(0).numElements() == 0
-    case _ => false
-  }
 }

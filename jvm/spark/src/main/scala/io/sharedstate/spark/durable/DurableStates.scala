@@ -126,6 +126,13 @@ object DurableStates extends Logging {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
+    openTables(spark, spec, dir, root, conf, mode)
+  }
+
+  // The one open sequence of a durable State's tables, in local mode and in a cluster: the lease as
+  // `mode` says, then the changelog, snapshot and rejected tables (the lease let go if they fail).
+  private def openTables(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration,
+      mode: Mode): DurableTables = {
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
     val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
@@ -251,14 +258,7 @@ object DurableStates extends Logging {
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
-    releaseLeasesAtEnd(spark)
-    val sc = spark.sparkContext
-    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
-    val readOnly = takeLease(spec.name, root, lease, mode)
-    val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
-    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
-    val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
-    val target = log.target(spec.partitions)
+    val DurableTables(_, log, snapshots, target, rejected, lease, readOnly) = openTables(spark, spec, dir, root, conf, mode)
     var journal: DeltaJournal = null
     var recovered: Recovered = null
     val state = try registry.create(spec, { s =>

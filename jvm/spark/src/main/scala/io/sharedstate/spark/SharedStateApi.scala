@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.spark.cluster.{Coordinator, StateController}
+import io.sharedstate.spark.config.SharedStateConf
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
 
@@ -41,7 +42,7 @@ object SharedStateApi {
         Coordinator.get.openDurable(spark, name, r, Option(readOnly).map(_.booleanValue)).getOrElse(
         throw new io.sharedstate.core.SharedStateException(s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
       case None if readOnly != null => throw new io.sharedstate.core.SharedStateException(
-        s"State '$name': read_only applies to durable States; give a root (root=...) or set ${DurableStates.RootConf}.")
+        s"State '$name': read_only applies to durable States; give a root (root=...) or set ${SharedStateConf.Root.key}.")
       case None =>
     }
     get(name)

@@ -1,5 +1,7 @@
 package io.sharedstate.spark.cluster
 
+import io.sharedstate.spark.config.SharedStateConf
+
 import io.sharedstate.spark.durable.{DeltaJournal, DurableStates, DurableTables, PartitionSource, ReadOnlyJournal, StateRecovery}
 
 import io.sharedstate.core.{SharedStateException, State, StateSpec}
@@ -247,7 +249,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
   // State created right after the session starts is still spread over them. With none, the driver hosts.
   private def hostsForNewState(): IndexedSeq[HostId] = {
     val expected = ClusterCoordinator.expectedHosts(sc)
-    val waitMs = sc.getConf.getTimeAsMs(ClusterCoordinator.HostWaitOption, "60s")
+    val waitMs = SharedStateConf.HostWaitTimeout.read(sc.getConf)
     val deadline = System.currentTimeMillis() + waitMs
     hosts.synchronized {
       while (hosts.size < expected && System.currentTimeMillis() < deadline) hosts.wait(math.max(1L, deadline - System.currentTimeMillis()))
@@ -259,7 +261,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
       IndexedSeq(node.localHost.id)
     } else {
       if (found.size < expected) logWarning(s"Only ${found.size} of $expected executor(s) registered a sharedstate " +
-        s"host within ${ClusterCoordinator.HostWaitOption}=${waitMs}ms; the State is spread over those.")
+        s"host within ${SharedStateConf.HostWaitTimeout.key}=${waitMs}ms; the State is spread over those.")
       found
     }
   }
@@ -273,17 +275,13 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
 
 private[sharedstate] object ClusterCoordinator {
   val Endpoint = "sharedstate-coordinator"
-  /** How many executors a new State waits for (default: spark.executor.instances, or N of local-cluster[N,..]). */
-  val ExecutorsOption = "spark.sharedstate.executors"
-  /** How long a new State waits for them. */
-  val HostWaitOption = "spark.sharedstate.hostWaitTimeout"
 
   private val LocalCluster = """local-cluster\[\s*(\d+)\s*,.*""".r
 
   private[cluster] def expectedHosts(sc: SparkContext): Int = {
     val plugin = sc.getConf.get("spark.plugins", "").split(",").map(_.trim).contains(Coordinator.PluginClass)
     if (!plugin) 0
-    else sc.getConf.getOption(ExecutorsOption).orElse(sc.getConf.getOption("spark.executor.instances")).map(_.toInt)
+    else SharedStateConf.Executors.read(sc.getConf).orElse(sc.getConf.getOption("spark.executor.instances").map(_.toInt))
       .getOrElse(sc.master match { case LocalCluster(n) => n.toInt; case _ => 1 })
   }
 }

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.config.SharedStateConf
 import io.sharedstate.spark.rows.StoredPairs
 
 import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateRegistry, StateSpec}
@@ -18,27 +18,6 @@ import org.apache.spark.sql.SparkSession
  * match, and its partitions are rebuilt from the changelog before anyone can use it.
  */
 object DurableStates extends Logging {
-  val RootConf = "spark.sharedstate.root"
-  /** Period of the background snapshot rounds ("10 minutes"; "0" = only on request). */
-  val SnapshotIntervalConf = "spark.sharedstate.snapshot.interval"
-  val DefaultSnapshotInterval = "10 minutes"
-  /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
-  val SnapshotsRetainedConf = "spark.sharedstate.snapshot.retained"
-  val DefaultSnapshotsRetained = 2
-  /**
-   * Longest snapshot chain per partition, its full snapshot included: the snapshots after a full one
-   * are deltas (only the keys changed since the previous snapshot) until the chain has this many
-   * links (or its deltas outgrow the full snapshot). 1 = every snapshot is full.
-   */
-  val SnapshotFullEveryConf = "spark.sharedstate.snapshot.fullEvery"
-  val DefaultSnapshotFullEvery = 8
-  /** How long an owner's lease lasts without renewal (it renews every third of it). */
-  val OwnerLeaseConf = "spark.sharedstate.owner.lease"
-  val DefaultOwnerLease = "30 seconds"
-  /** How often a read-only State looks for new changelog versions in the background. */
-  val FollowIntervalConf = "spark.sharedstate.follow.interval"
-  val DefaultFollowInterval = "1 second"
-
   /**
    * A durable State of this application. `readOnly`: why it is read-only (then it has a follower and
    * no snapshotter), or None when this application owns the root (then it holds the lease).
@@ -57,7 +36,7 @@ object DurableStates extends Logging {
 
   /** The root for a State: `explicit` when given, else the session's `spark.sharedstate.root`, else none (in memory). */
   def root(spark: SparkSession, explicit: Option[String]): Option[String] =
-    explicit.map(_.trim).filter(_.nonEmpty).orElse(spark.conf.getOption(RootConf).map(_.trim).filter(_.nonEmpty))
+    explicit.map(_.trim).filter(_.nonEmpty).orElse(SharedStateConf.Root.read(spark))
 
   /**
    * What write tasks of `state` need to log their updates, when the State is durable. A write to a
@@ -106,7 +85,7 @@ object DurableStates extends Logging {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
     checkOrCreateMetadata(spec, dir, root, conf)
-    attach(spark, spec, dir, root, conf, Owner(waitMs = leaseMs(spark)), registry)
+    attach(spark, spec, dir, root, conf, Owner(waitMs = SharedStateConf.OwnerLease.read(spark)), registry)
   }
 
   /** The definition stored for State `name` under `root`, if its tables exist there. */
@@ -135,7 +114,7 @@ object DurableStates extends Logging {
       mode: Mode): DurableTables = {
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
-    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, leaseMs(spark))
+    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, SharedStateConf.OwnerLease.read(spark))
     val readOnly = takeLease(spec.name, root, lease, mode)
     try {
       val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
@@ -147,7 +126,7 @@ object DurableStates extends Logging {
 
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit = synchronized {
-    val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, retained(spark))
+    val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, SharedStateConf.SnapshotsRetained.read(spark))
     open.put(name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
       schedule(spark, name, snapshotter), tables.lease, None, None))
   }
@@ -163,7 +142,7 @@ object DurableStates extends Logging {
     try {
       val recovered = StateRecovery.replay(state, tables.log, Some(tables.snapshots), rejected = None)
       state.attachJournal(new ReadOnlyJournal(spec.name, tables.root, why))
-      val follower = new StateFollower(state, tables.log, recovered, followIntervalMs(spark))
+      val follower = new StateFollower(state, tables.log, recovered, SharedStateConf.FollowInterval.read(spark))
       open.put(spec.name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, None, None,
         tables.lease, Some(why), Some(follower)))
       state
@@ -211,7 +190,7 @@ object DurableStates extends Logging {
   /** Takes a snapshot round of the durable State `name` now (see [[Snapshotter]]). */
   def snapshot(name: String): SnapshotRound = Option(open.get(name)) match {
     case None => throw new SharedStateException(s"State '$name' is not durable in this application: it has no root " +
-      s"(create it with a root, or set $RootConf).")
+      s"(create it with a root, or set ${SharedStateConf.Root.key}).")
     case Some(d) => d.snapshotter.map(_.round()).getOrElse(
       throw ReadOnlyJournal.error(name, d.root, d.readOnly.getOrElse("read-only"), "it takes no snapshots"))
   }
@@ -225,12 +204,12 @@ object DurableStates extends Logging {
   /** The mode of `State.get(..., read_only)`: Some(true) read-only, Some(false) must own (waits up to the lease), None owner if free. */
   def mode(spark: SparkSession, readOnly: Option[Boolean]): Mode = readOnly match {
     case Some(true) => ReadOnly
-    case Some(false) => Owner(waitMs = leaseMs(spark))
+    case Some(false) => Owner(waitMs = SharedStateConf.OwnerLease.read(spark))
     case None => OwnerIfFree
   }
 
   /** The mode of `State.create`: owner, waiting up to the lease for a crashed owner's to run out. */
-  def ownerMode(spark: SparkSession): Mode = Owner(waitMs = leaseMs(spark))
+  def ownerMode(spark: SparkSession): Mode = Owner(waitMs = SharedStateConf.OwnerLease.read(spark))
 
   // Takes the lease as `mode` says; returns why the State is read-only, or None when this application owns it.
   private def takeLease(name: String, root: String, lease: OwnerLease, mode: Mode): Option[String] = mode match {
@@ -239,17 +218,9 @@ object DurableStates extends Logging {
     case Owner(waitMs) => lease.acquire(waitMs).map { o =>
       throw new SharedStateException(s"State '$name' under $root is owned by ${o.describe}; a second " +
         s"application cannot write it. Open it read-only there (State.get(spark, '$name', read_only=True)) or " +
-        s"stop that application (its lease runs out $OwnerLeaseConf after its last renewal).")
+        s"stop that application (its lease runs out ${SharedStateConf.OwnerLease.key} after its last renewal).")
     }
   }
-
-  private def followIntervalMs(spark: SparkSession): Long = {
-    val intervalText = spark.conf.getOption(FollowIntervalConf).getOrElse(DefaultFollowInterval).trim
-    if (intervalText == "0") 0L else Intervals.parseMicros(FollowIntervalConf, intervalText) / 1000L
-  }
-
-  private def leaseMs(spark: SparkSession): Long =
-    Intervals.parseMicros(OwnerLeaseConf, spark.conf.getOption(OwnerLeaseConf).getOrElse(DefaultOwnerLease).trim) / 1000L
 
   private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode,
       registry: StateRegistry): State = {
@@ -266,7 +237,7 @@ object DurableStates extends Logging {
       // A read-only State leaves the rejected table to its owner.
       // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.
       recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None,
-        trackChanges = readOnly.isEmpty && fullEvery(spark) > 1)
+        trackChanges = readOnly.isEmpty && SharedStateConf.SnapshotFullEvery.read(spark) > 1)
       readOnly match {
         case None =>
           journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
@@ -277,32 +248,20 @@ object DurableStates extends Logging {
         s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting, ${recovered.dataFilesRead} changelog files read)" + readOnly.fold("")(w => s", read-only: $w"))
     }) catch { case e: Throwable => lease.release(); throw e }
     if (readOnly.nonEmpty) {
-      val follower = new StateFollower(state, log, recovered, followIntervalMs(spark))
+      val follower = new StateFollower(state, log, recovered, SharedStateConf.FollowInterval.read(spark))
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
-    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, retained(spark),
-      fullEvery(spark), recovered.chains)
+    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, SharedStateConf.SnapshotsRetained.read(spark),
+      SharedStateConf.SnapshotFullEvery.read(spark), recovered.chains)
     val schedule = this.schedule(spark, spec.name, snapshotter)
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
 
-  private def retained(spark: SparkSession): Int = spark.conf.getOption(SnapshotsRetainedConf).map { text =>
-    text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
-      s"$SnapshotsRetainedConf must be a whole number >= 1 (snapshots kept per partition), got '$text'."))
-  }.getOrElse(DefaultSnapshotsRetained)
-
-  private def fullEvery(spark: SparkSession): Int = spark.conf.getOption(SnapshotFullEveryConf).map { text =>
-    text.trim.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
-      s"$SnapshotFullEveryConf must be a whole number >= 1 (snapshots per chain, its full snapshot included; 1 = " +
-        s"every snapshot full), got '$text'."))
-  }.getOrElse(DefaultSnapshotFullEvery)
-
   // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
   private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
-    val intervalText = spark.conf.getOption(SnapshotIntervalConf).getOrElse(DefaultSnapshotInterval).trim
-    val intervalMs = if (intervalText == "0") 0L else Intervals.parseMicros(SnapshotIntervalConf, intervalText) / 1000L
+    val intervalMs = SharedStateConf.SnapshotInterval.read(spark)
     if (intervalMs <= 0) None else Some {
       val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
         val t = new Thread(r, s"sharedstate-snapshots-$name"); t.setDaemon(true); t

@@ -1,5 +1,7 @@
 package io.sharedstate.spark.durable
 
+import io.sharedstate.spark.config.SharedStateConf
+
 import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
 
 import io.delta.tables.DeltaTable
@@ -22,7 +24,7 @@ object TimeTravel {
       val oldest = (0 until spec.partitions).map(p => snapshots.oldestProgress(p).getOrElse(EventTime.PlusInfinity)).max
       if (time < oldest) throw new SharedStateException(s"State '${spec.name}': as of ${EventTime.show(time)} is older " +
         s"than its Delta tables still hold after retention: the oldest time available is ${EventTime.show(oldest)} " +
-        s"(raise ${DurableStates.SnapshotsRetainedConf} to keep more history).")
+        s"(raise ${SharedStateConf.SnapshotsRetained.key} to keep more history).")
     }
     val scratch = new State(spec.copy(compactionIntervalMs = 0L))
     try {

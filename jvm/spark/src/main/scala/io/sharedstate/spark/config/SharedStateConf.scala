@@ -1,0 +1,71 @@
+package io.sharedstate.spark.config
+
+import io.sharedstate.core.SharedStateException
+import org.apache.spark.SparkConf
+import org.apache.spark.network.util.JavaUtils
+import org.apache.spark.sql.SparkSession
+import scala.util.control.NonFatal
+
+/**
+ * Every `spark.sharedstate.*` setting: its key, its default and how it is read, in one place (the
+ * README's configuration table lists the same). Session settings are read from the session that
+ * opens a State; cluster settings from the SparkContext's conf when the coordinator starts.
+ */
+object SharedStateConf {
+  /** A setting with its key, default text and parser; `read` fails naming the key and what is allowed. */
+  final case class Entry[T](key: String, default: String, doc: String)(parse: (String, String) => T) {
+    def fromText(text: String): T = parse(key, text.trim)
+    def read(spark: SparkSession): T = fromText(spark.conf.getOption(key).getOrElse(default))
+    def read(conf: SparkConf): T = fromText(conf.get(key, default))
+  }
+
+  private def interval(zeroMeansOff: Boolean)(key: String, text: String): Long =
+    if (zeroMeansOff && text == "0") 0L else Intervals.parseMicros(key, text) / 1000L
+
+  private def atLeastOne(what: String)(key: String, text: String): Int =
+    text.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
+      s"$key must be a whole number >= 1 ($what), got '$text'."))
+
+  /** Where durable States keep their Delta tables (`<root>/<state>/...`); unset: in memory. */
+  val Root: Entry[Option[String]] = Entry[Option[String]]("spark.sharedstate.root", "",
+    "directory of durable States' tables; unset = in memory")((_, t) => Option(t).filter(_.nonEmpty))
+
+  /** Period of the background snapshot rounds, in ms ("0" = only on request). */
+  val SnapshotInterval: Entry[Long] = Entry("spark.sharedstate.snapshot.interval", "10 minutes",
+    "period of background snapshot rounds; 0 = only on request")(interval(zeroMeansOff = true))
+
+  /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
+  val SnapshotsRetained: Entry[Int] = Entry("spark.sharedstate.snapshot.retained", "2",
+    "snapshots kept per partition")(atLeastOne("snapshots kept per partition"))
+
+  /**
+   * Longest snapshot chain per partition, its full snapshot included: the snapshots after a full one
+   * are deltas (only the keys changed since the previous snapshot) until the chain has this many
+   * links (or its deltas outgrow the full snapshot). 1 = every snapshot is full.
+   */
+  val SnapshotFullEvery: Entry[Int] = Entry("spark.sharedstate.snapshot.fullEvery", "8",
+    "longest snapshot chain (full + deltas)")(
+    atLeastOne("snapshots per chain, its full snapshot included; 1 = every snapshot full"))
+
+  /** How long an owner's lease lasts without renewal, in ms (it renews every third of it). */
+  val OwnerLease: Entry[Long] = Entry("spark.sharedstate.owner.lease", "30 seconds",
+    "how long an owner's lease lasts without renewal")(interval(zeroMeansOff = false))
+
+  /** How often a read-only State looks for new changelog versions in the background, in ms ("0" = never). */
+  val FollowInterval: Entry[Long] = Entry("spark.sharedstate.follow.interval", "1 second",
+    "how often a read-only State follows the owner's changelog; 0 = only when read")(interval(zeroMeansOff = true))
+
+  /** How many executors a new State waits for (none set: spark.executor.instances, or N of local-cluster[N,..]). */
+  val Executors: Entry[Option[Int]] = Entry[Option[Int]]("spark.sharedstate.executors", "",
+    "executors a new State waits for")((k, t) => if (t.isEmpty) None else Some(atLeastOne("executors")(k, t)))
+
+  /** How long a new State waits for them, in ms. */
+  val HostWaitTimeout: Entry[Long] = Entry("spark.sharedstate.hostWaitTimeout", "60s",
+    "how long a new State waits for executors to register")((key, text) =>
+    try JavaUtils.timeStringAsMs(text) catch {
+      case NonFatal(e) => throw new SharedStateException(s"$key: '$text' is not a duration; use e.g. '60s' or '2min'.", e)
+    })
+
+  val All: Seq[Entry[_]] = Seq(Root, SnapshotInterval, SnapshotsRetained, SnapshotFullEvery, OwnerLease, FollowInterval,
+    Executors, HostWaitTimeout)
+}

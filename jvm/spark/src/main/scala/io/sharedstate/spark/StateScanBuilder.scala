@@ -19,12 +19,12 @@ import org.apache.spark.sql.types.StructType
  * One input partition per State partition, preferring the executor that owns it (read there, the
  * scan is a local call; anywhere else it is one RPC to the owner). The rejected table is one partition.
  */
-final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String],
+private[sharedstate] final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String],
     durableRejected: Option[Seq[RejectedUpdate]] = None, durablePairs: Option[StoredPairs] = None) extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
-final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
+private[sharedstate] final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
@@ -61,7 +61,7 @@ final class StateScanBuilder(state: StateController, schemas: StateSchemas, read
 
 }
 
-final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
+private[sharedstate] final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val p = partition.asInstanceOf[StateInputPartition]
     val client = StateClient.of(p.stateName)

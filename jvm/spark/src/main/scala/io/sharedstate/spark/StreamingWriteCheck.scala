@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.streaming.WriteToStream
 
 /** Validates the options of a streaming write into a State against the query's input schema. */
-object StreamingWriteCheck extends (LogicalPlan => Unit) {
+private[sharedstate] object StreamingWriteCheck extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
     case w: WriteToStream =>
       w.sink match {

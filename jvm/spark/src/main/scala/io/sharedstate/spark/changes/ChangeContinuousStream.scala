@@ -17,14 +17,14 @@ import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader,
  * cluster host's reader has a `group`: the partitions that host owned, merged in the same order
  * (`partition` is the lowest of them).
  */
-final case class ChangePosition(partition: Int, from: Long, until: Long, index: Int, group: Seq[Int] = Nil)
+private[sharedstate] final case class ChangePosition(partition: Int, from: Long, until: Long, index: Int, group: Seq[Int] = Nil)
   extends PartitionOffset {
   def json: String = s"$partition:$from:$until:$index" + (if (group.isEmpty) "" else group.mkString(":", "+", ""))
   /** The State partitions this reader reads. */
   def partitions: Seq[Int] = if (group.nonEmpty) group else Seq(partition)
 }
 
-object ChangePosition {
+private[sharedstate] object ChangePosition {
   val Merged: Int = -1
 
   def parse(text: String): ChangePosition = text.split(':') match {
@@ -35,7 +35,7 @@ object ChangePosition {
 }
 
 /** A continuous offset of a change stream: the position of every partition. */
-final case class ChangePositions(positions: Seq[ChangePosition]) extends Offset {
+private[sharedstate] final case class ChangePositions(positions: Seq[ChangePosition]) extends Offset {
   override def json(): String = positions.sortBy(_.partition).map(_.json).mkString(",")
 }
 
@@ -43,17 +43,17 @@ final case class ChangePositions(positions: Seq[ChangePosition]) extends Offset 
  * A continuous reader of one State partition, or of a group that no host owns as a whole any more
  * (the layout changed since the checkpoint), polling U and scanning (cluster mode).
  */
-final case class ChangeTail(stateName: String, start: ChangePosition, pollMs: Long, host: Option[String])
+private[sharedstate] final case class ChangeTail(stateName: String, start: ChangePosition, pollMs: Long, host: Option[String])
   extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
 /** The continuous reader of the query's change subscription (local mode). */
-final case class ChangeFeedTail(stateName: String, subscription: Long, start: ChangePosition, waitMs: Long)
+private[sharedstate] final case class ChangeFeedTail(stateName: String, subscription: Long, start: ChangePosition, waitMs: Long)
   extends InputPartition
 
 /** The continuous reader of one host's partitions, from the query's subscription on that host (cluster mode). */
-final case class HostChangeTail(stateName: String, incarnation: Long, feed: HostFeed, start: ChangePosition,
+private[sharedstate] final case class HostChangeTail(stateName: String, incarnation: Long, feed: HostFeed, start: ChangePosition,
     waitMs: Long, pollMs: Long) extends InputPartition {
   override def preferredLocations(): Array[String] = Array(feed.location)
 }
@@ -69,7 +69,7 @@ final case class HostChangeTail(stateName: String, incarnation: Long, feed: Host
  * [[HostChangeFeeds]]), its position (from, until, index) over the merged order of the host's
  * partitions (its group). A restart on another layout reads each old group by scan.
  */
-final class ChangeContinuousStream(state: StateController, schemas: StateSchemas, starting: String, checkpointLocation: String)
+private[sharedstate] final class ChangeContinuousStream(state: StateController, schemas: StateSchemas, starting: String, checkpointLocation: String)
   extends ContinuousStream {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -149,14 +149,14 @@ final class ChangeContinuousStream(state: StateController, schemas: StateSchemas
   }
 }
 
-object ChangeContinuousStream {
+private[sharedstate] object ChangeContinuousStream {
   /** How often an idle per-partition reader looks at U (cluster mode). */
   val PollMs = 10L
   /** How long the merged reader waits for U at a time before it looks again (it is woken when U moves). */
   val WaitMs = 200L
 }
 
-final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPartitionReaderFactory {
+private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPartitionReaderFactory {
   override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
     case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
     case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
@@ -165,7 +165,7 @@ final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPar
 }
 
 /** Reads the query's change subscription; blocks in next() until U passes more (Spark interrupts it on stop). */
-final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
+private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
   private val subscription = StateClient.of(tail.stateName).changeSubscription(tail.subscription)
   private var from = tail.start.from
   private var until = tail.start.until
@@ -201,7 +201,7 @@ final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows) extends
 }
 
 /** Blocks in next() until a change is final; Spark interrupts it when the query stops. */
-final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
+private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
   private val state: StateClient = StateClient.of(tail.stateName)
   private val partitions = tail.start.partitions
   private var from = tail.start.from
@@ -243,7 +243,7 @@ final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends Continu
  * Reads the query's subscription on one host: on the host itself it waits on the feed (woken when U
  * moves); from elsewhere it asks the host's frontier every `pollMs`. Spark interrupts it on stop.
  */
-final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
+private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
   extends ContinuousPartitionReader[InternalRow] {
   private val local = node.localHost != null && node.localHost.id == tail.feed.host
   private var from = tail.start.from

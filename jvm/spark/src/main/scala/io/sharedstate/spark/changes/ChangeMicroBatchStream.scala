@@ -9,21 +9,21 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 import org.apache.spark.sql.connector.read.streaming.Offset
 
 /** A micro-batch offset of a change stream: every change with a timestamp below it has been read. */
-final case class ChangeOffset(until: Long) extends Offset {
+private[sharedstate] final case class ChangeOffset(until: Long) extends Offset {
   override def json(): String = until.toString
 }
 
 /** The changes of one State partition with from <= timestamp < until (cluster mode: read by scan). */
-final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long, host: Option[String])
+private[sharedstate] final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long, host: Option[String])
   extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
 /** Every partition's changes with from <= timestamp < until, from the query's change subscription (local mode). */
-final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long) extends InputPartition
+private[sharedstate] final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long) extends InputPartition
 
 /** One host's changes with from <= timestamp < until, from the query's subscription on that host (cluster mode). */
-final case class HostChangeRange(stateName: String, incarnation: Long, feed: HostFeed, from: Long, until: Long)
+private[sharedstate] final case class HostChangeRange(stateName: String, incarnation: Long, feed: HostFeed, from: Long, until: Long)
   extends InputPartition {
   override def preferredLocations(): Array[String] = Array(feed.location)
 }
@@ -42,7 +42,7 @@ final case class HostChangeRange(stateName: String, incarnation: Long, feed: Hos
  * input partition per host, merged over that host's partitions (see [[HostChangeFeeds]]); the batch in
  * which the layout of partitions changed is read by scan, one input partition per State partition.
  */
-final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas, starting: String,
+private[sharedstate] final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas, starting: String,
     checkpointLocation: String) extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
@@ -98,7 +98,7 @@ final class ChangeMicroBatchStream(protected val state: StateController, schemas
   }
 }
 
-final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
+private[sharedstate] final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val changes: Array[Change] = partition match {
       case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)

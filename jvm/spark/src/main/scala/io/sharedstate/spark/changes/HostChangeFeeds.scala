@@ -9,7 +9,7 @@ import org.apache.spark.internal.Logging
 import scala.util.control.NonFatal
 
 /** One host's change subscription of a change-stream query: it covers `partitions` (those the host owned). */
-final case class HostFeed(host: HostId, subscription: Long, partitions: Array[Int]) {
+private[sharedstate] final case class HostFeed(host: HostId, subscription: Long, partitions: Array[Int]) {
   /**
    * Where a task reading it should run: that very executor (Spark's `executor_<host>_<id>` location),
    * since hosts of one machine share a host name (local-cluster); the bare host name if it has a `_`.
@@ -18,7 +18,7 @@ final case class HostFeed(host: HostId, subscription: Long, partitions: Array[In
 }
 
 /** The host subscriptions of one change-stream query, opened on the layout `route`. */
-final class HostFeedSet(val route: StateRoute, val feeds: Seq[HostFeed], from: Long) {
+private[sharedstate] final class HostFeedSet(val route: StateRoute, val feeds: Seq[HostFeed], from: Long) {
   @volatile private var floor = from
   /** Changes from here on can still be read (the query committed what is below). */
   def keptFrom: Long = floor
@@ -36,7 +36,7 @@ final class HostFeedSet(val route: StateRoute, val feeds: Seq[HostFeed], from: L
  * (routed to wherever they are now) for its range instead. Both give the same changes in the same
  * order, so offsets (U) and exactly-once are those of the scan path.
  */
-object HostChangeFeeds extends Logging {
+private[sharedstate] object HostChangeFeeds extends Logging {
   private val hostPlans = new AtomicLong()
   private val scanPlans = new AtomicLong()
   private val scanFallbacks = new AtomicLong()

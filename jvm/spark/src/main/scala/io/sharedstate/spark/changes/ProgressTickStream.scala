@@ -9,14 +9,14 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 import org.apache.spark.sql.connector.read.streaming.Offset
 
 /** One tick: U moved from `from` to `u`; `None` when it did not (Spark plans every source of a batch). */
-final case class ProgressTick(u: Option[Long], from: Long) extends InputPartition
+private[sharedstate] final case class ProgressTick(u: Option[Long], from: Long) extends InputPartition
 
 /**
  * The `progress` table of a State as a stream (see [[ProgressTicks]]): one row each time U advances.
  * A fetch join reads its own instance (fetch.batch.FetchTickTable), which also records its batch
  * bounds when a batch is planned ([[planned]]).
  */
-class ProgressTickStream(protected val state: StateController) extends UpdateProgressOffsets {
+private[sharedstate] class ProgressTickStream(protected val state: StateController) extends UpdateProgressOffsets {
   override def initialOffset(): Offset = ChangeOffset(EventTime.MinusInfinity)
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
@@ -35,7 +35,7 @@ class ProgressTickStream(protected val state: StateController) extends UpdatePro
   override def stop(): Unit = ()
 }
 
-object ProgressTickReaderFactory extends PartitionReaderFactory {
+private[sharedstate] object ProgressTickReaderFactory extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val tick = partition.asInstanceOf[ProgressTick]
     val rows: Iterator[InternalRow] = tick.u.iterator.map(u => InternalRow(u, tick.from))

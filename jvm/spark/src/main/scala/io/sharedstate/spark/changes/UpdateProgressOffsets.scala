@@ -10,7 +10,7 @@ import org.apache.spark.sql.connector.read.streaming.{MicroBatchStream, Offset}
  * a writer reopens a State that every writer had finished (U was +infinity); offsets do not go back
  * with it.
  */
-trait UpdateProgressOffsets extends MicroBatchStream {
+private[sharedstate] trait UpdateProgressOffsets extends MicroBatchStream {
   protected def state: StateController
   @volatile private var highest: Long = EventTime.MinusInfinity
 

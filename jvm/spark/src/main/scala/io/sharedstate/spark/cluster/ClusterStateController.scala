@@ -244,7 +244,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   }
 }
 
-object ClusterStateController {
+private[sharedstate] object ClusterStateController {
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
 

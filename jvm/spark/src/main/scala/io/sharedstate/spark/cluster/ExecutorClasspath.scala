@@ -12,7 +12,7 @@ import org.apache.spark.util.MutableURLClassLoader
  * Delta tables on an RPC thread, before any task could add them: so the fetched jars are added to
  * the class loader that loaded the host (the executor's user class loader) when they are missing.
  */
-object ExecutorClasspath extends Logging {
+private[sharedstate] object ExecutorClasspath extends Logging {
   private val Probe = "io.delta.kernel.engine.Engine"
 
   def ensurePackages(): Unit = synchronized {

@@ -5,7 +5,7 @@ package io.sharedstate.spark.cluster
  * on every host of the State, and its tasks read each host's changes through it, in-process on the
  * host itself or over the host's RPC endpoint (Spark RPC, with spark.authenticate) from elsewhere.
  */
-object HostFeedMessages {
+private[sharedstate] object HostFeedMessages {
   sealed trait HostFeedRequest { def state: String; def incarnation: Long }
 
   /** Subscribes to the host's feed from `from`; answered with [[HostFeedOpened]]. */

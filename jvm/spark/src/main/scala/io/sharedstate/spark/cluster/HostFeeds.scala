@@ -13,7 +13,7 @@ import java.util.{Collections, WeakHashMap}
  * joined are read from those only, and should the host adopt a lost host's partitions later, their
  * pairs are filtered out of it (the query re-plans on the new layout; see docs/change-stream.md).
  */
-object HostFeeds {
+private[sharedstate] object HostFeeds {
   // Weak keys: a subscription closed with its State (a drop) leaves no entry behind.
   private val covered = Collections.synchronizedMap(new WeakHashMap[ChangeSubscription, Array[Int]]())
 

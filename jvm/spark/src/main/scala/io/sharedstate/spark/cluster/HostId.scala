@@ -1,6 +1,6 @@
 package io.sharedstate.spark.cluster
 
 /** A JVM that hosts State partitions: its executor id and the address of its sharedstate endpoint. */
-final case class HostId(executorId: String, host: String, port: Int) {
+private[sharedstate] final case class HostId(executorId: String, host: String, port: Int) {
   override def toString: String = s"executor $executorId ($host:$port)"
 }

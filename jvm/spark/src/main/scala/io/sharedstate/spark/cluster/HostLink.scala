@@ -8,12 +8,12 @@ import scala.util.Try
 import scala.util.control.NonFatal
 
 /** How this JVM reaches one host: a direct call when it is this JVM, else Spark RPC. */
-sealed trait HostLink {
+private[sharedstate] sealed trait HostLink {
   def id: HostId
   def ask(message: Any): Future[Any]
 }
 
-object HostLink {
+private[sharedstate] object HostLink {
   final class InProcess(service: HostService) extends HostLink {
     override def id: HostId = service.id
     override def ask(message: Any): Future[Any] = Future.fromTry(Try(service.handle(message)))
@@ -60,7 +60,7 @@ object HostLink {
 }
 
 /** A host did not answer (its executor is gone, or the connection failed). */
-final class HostUnreachableException(val host: HostId, state: String, partitions: Seq[Int], cause: Throwable)
+private[sharedstate] final class HostUnreachableException(val host: HostId, state: String, partitions: Seq[Int], cause: Throwable)
   extends SharedStateException(
     s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
       s"(${cause.getClass.getSimpleName}: ${cause.getMessage}). If the executor was lost, a durable State's partitions " +

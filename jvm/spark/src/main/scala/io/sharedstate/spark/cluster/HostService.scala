@@ -22,7 +22,7 @@ import scala.jdk.CollectionConverters._
  * A durable State's partitions are rebuilt from its tables when hosted (after a driver restart) or
  * adopted from a lost host (see [[Adopted]]).
  */
-final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler with Logging {
+private[sharedstate] final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler with Logging {
   import HostService.Hosted
   private val hosted = new ConcurrentHashMap[String, Hosted]()
 
@@ -185,7 +185,7 @@ final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extend
   }
 }
 
-object HostService {
+private[sharedstate] object HostService {
   /** The endpoint name of a host's service (on the host's own RPC environment). */
   val Endpoint = "sharedstate-host"
 

@@ -7,7 +7,7 @@ import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 
 /** Local mode: the State lives in this JVM (the embedded default), so every call is a direct one. */
-final class LocalStateClient(state: State) extends StateClient {
+private[sharedstate] final class LocalStateClient(state: State) extends StateClient {
   override def name: String = state.name
   override def spec: StateSpec = state.spec
   override def updateProgress: Long = state.updateProgress

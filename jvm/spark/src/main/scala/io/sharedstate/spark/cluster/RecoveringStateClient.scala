@@ -14,7 +14,7 @@ import org.apache.spark.internal.Logging
  * fetched again and the call is retried, a bounded number of times. Every call is safe to repeat: a
  * stage replaces the task's earlier one, the others read.
  */
-final class RecoveringStateClient(state: String, node: ClusterNode) extends StateClient with Logging {
+private[sharedstate] final class RecoveringStateClient(state: String, node: ClusterNode) extends StateClient with Logging {
   import RecoveringStateClient.Attempts
 
   private def attempt[T](call: RoutedStateClient => T): T = {
@@ -66,7 +66,7 @@ final class RecoveringStateClient(state: String, node: ClusterNode) extends Stat
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case h: HostUnreachableException => h }
 }
 
-object RecoveringStateClient {
+private[sharedstate] object RecoveringStateClient {
   /** Tries per call: a host lost, its partitions rebuilt elsewhere, and that host lost too, with room to spare. */
   val Attempts = 4
 }

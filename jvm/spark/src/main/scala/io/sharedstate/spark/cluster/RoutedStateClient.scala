@@ -12,7 +12,7 @@ import scala.collection.mutable.ArrayBuffer
  * A State whose partitions live on several hosts: each call is split by owner, sent as one message
  * per owner (all at once, then awaited), and answered directly when the owner is this JVM.
  */
-final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends StateClient {
+private[sharedstate] final class RoutedStateClient(route: StateRoute, node: ClusterNode) extends StateClient {
   private val hosts = route.hosts.toArray
   private val hostIndex = hosts.zipWithIndex.toMap
   private val ownerIndex = route.owners.map(hostIndex)

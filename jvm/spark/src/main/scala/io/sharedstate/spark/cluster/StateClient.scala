@@ -12,7 +12,7 @@ import io.sharedstate.core.fetch.FetchRequest
  * State itself; in a cluster it routes each request to the owner of the key's partition (a direct
  * call when that is this JVM, one batched RPC per owner otherwise).
  */
-trait StateClient {
+private[sharedstate] trait StateClient {
   def name: String
   def spec: StateSpec
   /** U as the coordinator knows it (for messages; answers are decided by the owners). */
@@ -54,7 +54,7 @@ trait StateClient {
   def preferredHost(partition: Int): Option[String]
 }
 
-object StateClient {
+private[sharedstate] object StateClient {
   /** The client of State `name` for this JVM; an unknown name fails, listing the existing States. */
   def of(name: String): StateClient = StateAccess.get.client(name)
 }

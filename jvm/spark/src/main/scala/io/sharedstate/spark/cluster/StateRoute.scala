@@ -6,7 +6,7 @@ import io.sharedstate.core.StateSpec
  * Where a State lives: its definition, its incarnation (a dropped and re-created State gets a new
  * one, so a stale route is refused instead of reaching the wrong State) and the owner of each partition.
  */
-final case class StateRoute(spec: StateSpec, incarnation: Long, owners: Array[HostId]) {
+private[sharedstate] final case class StateRoute(spec: StateSpec, incarnation: Long, owners: Array[HostId]) {
   def name: String = spec.name
   def hosts: Seq[HostId] = owners.distinct.toSeq.sortBy(_.executorId)
   def partitionsOf(host: HostId): Seq[Int] = owners.indices.filter(owners(_) == host)

@@ -9,7 +9,7 @@ import java.util.concurrent.ConcurrentLinkedQueue
  * with the step's answer (the driver writes the rejected table). Steps of a State reach a host one at
  * a time (the driver sends them under the State's lock), so what is drained after a step is its own.
  */
-final class StepRejections extends StateJournal {
+private[sharedstate] final class StepRejections extends StateJournal {
   private val pending = new ConcurrentLinkedQueue[RejectedUpdate]()
 
   override def writerRegistered(writer: String, frontier: Long): Unit = ()

@@ -6,7 +6,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import scala.util.control.NonFatal
 
 /** Parses an interval option (lateness, staleness: "5 seconds", "1 minute") into microseconds. */
-object Intervals {
+private[sharedstate] object Intervals {
   def parseMicros(option: String, text: String): Long = {
     val interval = try IntervalUtils.stringToInterval(UTF8String.fromString(text)) catch {
       case NonFatal(e) => throw new SharedStateException(

@@ -13,7 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * Options of a read: which table of the State and as of when (batch), or where a change stream
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
-final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
+private[sharedstate] final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -31,7 +31,7 @@ final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType
   }
 }
 
-object ReadOptions {
+private[sharedstate] object ReadOptions {
   val Table = "table"
   val AsOf = "asOf"
   val StateTable = "state"

@@ -11,7 +11,7 @@ import scala.util.control.NonFatal
  * README's configuration table lists the same). Session settings are read from the session that
  * opens a State; cluster settings from the SparkContext's conf when the coordinator starts.
  */
-object SharedStateConf {
+private[sharedstate] object SharedStateConf {
   /** A setting with its key, default text and parser; `read` fails naming the key and what is allowed. */
   final case class Entry[T](key: String, default: String, doc: String)(parse: (String, String) => T) {
     def fromText(text: String): T = parse(key, text.trim)

@@ -8,7 +8,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import scala.jdk.CollectionConverters._
 
 /** The validated options of a streaming write into a State, bound to the input schema. */
-final case class UpdateOptions(
+private[sharedstate] final case class UpdateOptions(
     stateName: String,
     keyOrdinals: Array[Int],
     timeOrdinal: Int,
@@ -16,7 +16,7 @@ final case class UpdateOptions(
     latenessMicros: Long,
     inputSchema: StructType)
 
-object UpdateOptions {
+private[sharedstate] object UpdateOptions {
   val State = "state"
   val Key = "key"
   val Time = "time"

@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 /** One row of the changelog table (see [[ChangelogSchema]]); nullable columns are boxed. */
-final case class ChangelogRow(
+private[sharedstate] final case class ChangelogRow(
     partition: Int,
     writer: String,
     epoch: Long,
@@ -18,7 +18,7 @@ final case class ChangelogRow(
   def isEvent: Boolean = event != null
 }
 
-object ChangelogRow {
+private[sharedstate] object ChangelogRow {
   /** The physical columns of `rows`, in [[ChangelogSchema.physical]] order. */
   def columns(rows: IndexedSeq[ChangelogRow]): IndexedSeq[Array[_ <: AnyRef]] = IndexedSeq(
     rows.map(_.writer).toArray,
@@ -35,4 +35,4 @@ object ChangelogRow {
 }
 
 /** A Parquet file a task (or the driver) wrote into the changelog, not yet committed to it. */
-final case class ChangelogFile(partition: Int, path: String, size: Long, modificationTime: Long)
+private[sharedstate] final case class ChangelogFile(partition: Int, path: String, size: Long, modificationTime: Long)

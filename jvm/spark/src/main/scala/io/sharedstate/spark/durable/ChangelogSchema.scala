@@ -12,7 +12,7 @@ import scala.jdk.CollectionConverters._
  * the updates rejected in the task for a null key. Times are microseconds since the epoch (UTC);
  * -/+ infinity are Long.MinValue/Long.MaxValue.
  */
-object ChangelogSchema {
+private[sharedstate] object ChangelogSchema {
   /** The partition of progress events and key-less rows. */
   val JournalPartition: Int = -1
 

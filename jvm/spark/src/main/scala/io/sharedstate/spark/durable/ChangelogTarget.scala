@@ -18,7 +18,7 @@ import scala.jdk.CollectionConverters._
  * @param directories the directory of each partition as Kernel names it (index p+1 for partition p,
  *                    index 0 for the journal partition -1)
  */
-final case class ChangelogTarget(
+private[sharedstate] final case class ChangelogTarget(
     tablePath: String,
     partitionCount: Int,
     directories: IndexedSeq[String],

@@ -7,7 +7,7 @@ import io.delta.kernel.types.{DataType, StructType}
  * A Kernel ColumnarBatch over plain arrays, one per column (boxed where a column can be null), so a
  * task's rows go to Kernel's Parquet writer without any internal Kernel class.
  */
-final class ColumnsBatch(schema: StructType, columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int) extends ColumnarBatch {
+private[sharedstate] final class ColumnsBatch(schema: StructType, columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int) extends ColumnarBatch {
   require(columns.length == schema.length(), s"${columns.length} columns for a schema of ${schema.length()}")
 
   override def getSchema: StructType = schema
@@ -16,7 +16,7 @@ final class ColumnsBatch(schema: StructType, columns: IndexedSeq[Array[_ <: AnyR
     new ColumnsBatch.Vector(schema.at(ordinal).getDataType, columns(ordinal), rows)
 }
 
-object ColumnsBatch {
+private[sharedstate] object ColumnsBatch {
   private final class Vector(dataType: DataType, values: Array[_ <: AnyRef], size: Int) extends ColumnVector {
     override def getDataType: DataType = dataType
     override def getSize: Int = size

@@ -22,7 +22,7 @@ import scala.jdk.OptionConverters._
  * files in one Delta transaction carrying Delta's SetTransaction (app id = writer, version = epoch),
  * so an epoch that is committed again (a re-run after a failure) adds nothing twice.
  */
-final class DeltaChangelog private (val path: String, hadoopConf: Configuration) {
+private[sharedstate] final class DeltaChangelog private (val path: String, hadoopConf: Configuration) {
   import DeltaChangelog._
 
   private val engine: Engine = DefaultEngine.create(hadoopConf)
@@ -123,7 +123,7 @@ final class DeltaChangelog private (val path: String, hadoopConf: Configuration)
   }
 }
 
-object DeltaChangelog {
+private[sharedstate] object DeltaChangelog {
   /** A data file's name: unique within the table, and the same in a log entry (relative) and a scan (absolute). */
   def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
 

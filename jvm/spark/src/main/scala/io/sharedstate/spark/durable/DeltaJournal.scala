@@ -14,7 +14,7 @@ import ChangelogSchema.{Events, JournalPartition}
  * @param version the changelog version recovery read (it holds every event before `nextSeq`)
  * @param rejectedAtOpen the last event whose rejections the rejected table held when the State was opened
  */
-final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
+private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
     nextSeq: Long, version: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L) extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
   private var committedVersion = version // likewise

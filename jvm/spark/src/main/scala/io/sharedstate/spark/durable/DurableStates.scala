@@ -17,7 +17,7 @@ import org.apache.spark.sql.SparkSession
  * `<root>/<state>/metadata`. Creating a State whose tables exist reopens it: its definition must
  * match, and its partitions are rebuilt from the changelog before anyone can use it.
  */
-object DurableStates extends Logging {
+private[sharedstate] object DurableStates extends Logging {
   /**
    * A durable State of this application. `readOnly`: why it is read-only (then it has a follower and
    * no snapshotter), or None when this application owns the root (then it holds the lease).
@@ -295,5 +295,5 @@ object DurableStates extends Logging {
 }
 
 /** The Delta tables of one durable State under its root; `readOnly`: why this application only reads them (None: it owns the root). */
-final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
+private[sharedstate] final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
     rejected: RejectedTable, lease: OwnerLease, readOnly: Option[String] = None)

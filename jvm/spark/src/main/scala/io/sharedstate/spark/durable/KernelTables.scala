@@ -14,7 +14,7 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
 /** The few Delta Kernel steps the durable tables share: create, write rows as files, scan rows. */
-object KernelTables {
+private[sharedstate] object KernelTables {
   val EngineInfo = "sharedstate"
 
   def exists(engine: Engine, path: String): Boolean =

@@ -15,7 +15,7 @@ import scala.jdk.CollectionConverters._
  * (as JSON), the format version and when it was created. A second application reads the definition
  * from it to open the State. Written once, at creation, with Delta Kernel.
  */
-object MetadataTable {
+private[sharedstate] object MetadataTable {
   val FormatVersion = 1
   private val json = new ObjectMapper()
 

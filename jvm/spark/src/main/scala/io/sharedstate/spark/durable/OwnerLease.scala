@@ -9,7 +9,7 @@ import org.apache.spark.internal.Logging
 import scala.util.Try
 
 /** Who owns a State's root: the application, when it last renewed the lease, whether it let go. */
-final case class LeaseOwner(generation: Long, app: String, appName: String, renewedMs: Long, leaseMs: Long,
+private[sharedstate] final case class LeaseOwner(generation: Long, app: String, appName: String, renewedMs: Long, leaseMs: Long,
     released: Boolean) {
   /** The owner's own lease length decides (applications may configure different ones). */
   def liveAt(nowMs: Long): Boolean = !released && nowMs - renewedMs <= leaseMs
@@ -24,7 +24,7 @@ final case class LeaseOwner(generation: Long, app: String, appName: String, rene
  * for `leaseMs` (the owner died) or was released (it stopped). An owner that finds a newer generation
  * than its own has lost the State and writes nothing more.
  */
-final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long) extends Logging {
+private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long) extends Logging {
   import OwnerLease._
   private val fs = dir.getFileSystem(conf)
   @volatile private var generation = -1L
@@ -124,7 +124,7 @@ final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: Str
   }
 }
 
-object OwnerLease {
+private[sharedstate] object OwnerLease {
   private val json = new ObjectMapper()
   private val FileName = """(\d{20})\.json""".r
 }

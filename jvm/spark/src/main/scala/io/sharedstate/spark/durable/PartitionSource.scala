@@ -8,7 +8,7 @@ import org.apache.spark.util.SerializableConfiguration
  * (their paths and the Hadoop configuration, sent with the hosting message). The tables must be on a
  * file system every executor sees. Read with Delta Kernel on the host; the host never writes them.
  */
-final case class PartitionSource(changelogPath: String, snapshotsPath: String, hadoopConf: SerializableConfiguration) {
+private[sharedstate] final case class PartitionSource(changelogPath: String, snapshotsPath: String, hadoopConf: SerializableConfiguration) {
   @transient private lazy val log = DeltaChangelog.openOrCreate(changelogPath, hadoopConf.value)
   @transient private lazy val snapshots = SnapshotTable.openOrCreate(snapshotsPath, hadoopConf.value)
 
@@ -25,7 +25,7 @@ final case class PartitionSource(changelogPath: String, snapshotsPath: String, h
     StateRecovery.epochTasks(log, partitionCount, partitions, writer, epoch)
 }
 
-object PartitionSource {
+private[sharedstate] object PartitionSource {
   def of(tables: DurableTables): PartitionSource =
     PartitionSource(tables.log.path, tables.snapshots.path, tables.target.hadoopConf)
 }

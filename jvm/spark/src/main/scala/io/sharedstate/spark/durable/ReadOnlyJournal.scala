@@ -7,7 +7,7 @@ import io.sharedstate.core.{JournalCommit, SharedStateException, StateJournal}
  * write takes effect, so refusing here refuses every write (a streaming or bulk writer joining or
  * committing) before anything changes, with an error that names the State and why it is read-only.
  */
-final class ReadOnlyJournal(state: String, root: String, why: String) extends StateJournal {
+private[sharedstate] final class ReadOnlyJournal(state: String, root: String, why: String) extends StateJournal {
   override def writerRegistered(writer: String, frontier: Long): Unit = refuse(s"writer '$writer' cannot join")
   override def epochCommitting(c: JournalCommit): Unit = refuse(s"epoch ${c.epoch} of writer '${c.writer}' cannot commit")
   override def writerFinished(writer: String): Unit = refuse(s"writer '$writer' cannot finish")
@@ -16,7 +16,7 @@ final class ReadOnlyJournal(state: String, root: String, why: String) extends St
   def refuse(what: String): Nothing = throw ReadOnlyJournal.error(state, root, why, what)
 }
 
-object ReadOnlyJournal {
+private[sharedstate] object ReadOnlyJournal {
   def error(state: String, root: String, why: String, what: String): SharedStateException =
     new SharedStateException(s"State '$state' is read-only in this application ($why): $what. It follows the " +
       s"changelog under $root; write through the application that owns the root, or, once it has stopped, open the " +

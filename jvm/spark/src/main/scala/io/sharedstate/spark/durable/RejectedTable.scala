@@ -20,7 +20,7 @@ import scala.jdk.OptionConverters._
  * SetTransaction `("journal", commit_seq)`, and recovery writes the rows of every replayed event
  * above the table's last one (see [[StateRecovery]]). So each rejection is in the table exactly once.
  */
-final class RejectedTable private (val path: String, conf: Configuration) {
+private[sharedstate] final class RejectedTable private (val path: String, conf: Configuration) {
   import RejectedTable._
   private val engine = DefaultEngine.create(conf)
   private val table = Table.forPath(engine, path)
@@ -59,7 +59,7 @@ final class RejectedTable private (val path: String, conf: Configuration) {
     }.sortBy(_._1).map(_._2)
 }
 
-object RejectedTable {
+private[sharedstate] object RejectedTable {
   private val TxnApp = "journal"
   val CommitSeq = "commit_seq"
   val Seq_ = "seq"

@@ -6,14 +6,14 @@ package io.sharedstate.spark.durable
  * included) and their sizes. The snapshotter starts a new chain (a full snapshot) when `links` reaches
  * `spark.sharedstate.snapshot.fullEvery` or the deltas together outgrow the full snapshot.
  */
-final case class SnapshotChain(baseId: Long, tipId: Long, links: Int, baseBytes: Long, deltaBytes: Long) {
+private[sharedstate] final case class SnapshotChain(baseId: Long, tipId: Long, links: Int, baseBytes: Long, deltaBytes: Long) {
   def extended(id: Long, bytes: Long): SnapshotChain = copy(tipId = id, links = links + 1, deltaBytes = deltaBytes + bytes)
 
   /** Whether the next snapshot may be a delta on this chain, at most `fullEvery` links long. */
   def takesDelta(fullEvery: Int): Boolean = links < fullEvery && deltaBytes < baseBytes
 }
 
-object SnapshotChain {
+private[sharedstate] object SnapshotChain {
   def started(id: Long, bytes: Long): SnapshotChain = SnapshotChain(id, id, 1, bytes, 0L)
 
   /** The chain of stored links, full snapshot first. */

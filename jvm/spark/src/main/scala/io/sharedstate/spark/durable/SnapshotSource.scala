@@ -8,7 +8,7 @@ import io.sharedstate.core.codec.SnapshotCodec
  * holds, and a way to run housekeeping between commits. A local State encodes in its own JVM; a
  * cluster State asks the partition's owner (see distributed.StateController).
  */
-trait SnapshotSource {
+private[sharedstate] trait SnapshotSource {
   def partitionCount: Int
 
   /**
@@ -36,10 +36,10 @@ trait SnapshotSource {
  * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
  * `unstored`: hands the changed keys it took back to the partition (it was not stored).
  */
-final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long,
+private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long,
     delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => ())
 
-object SnapshotSource {
+private[sharedstate] object SnapshotSource {
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount

@@ -14,13 +14,13 @@ import scala.jdk.CollectionConverters._
  * `baseId`/`parentId`: None for a full snapshot; for a delta (only the keys changed since `parentId`),
  * the full snapshot its chain starts at and the snapshot it applies on.
  */
-final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long, changelogVersion: Option[Long],
+private[sharedstate] final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long, changelogVersion: Option[Long],
     bytes: Array[Byte], baseId: Option[Long] = None, parentId: Option[Long] = None) {
   def isDelta: Boolean = parentId.nonEmpty
 }
 
 /** A complete stored snapshot without its bytes: what chains and retention are worked out from. */
-final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long], parentId: Option[Long]) {
+private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long], parentId: Option[Long]) {
   def isDelta: Boolean = parentId.nonEmpty
   /** The full snapshot this one's chain starts at (itself for a full one). */
   def base: Long = baseId.getOrElse(id)
@@ -35,7 +35,7 @@ final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Lon
  * `parent_id` set) holding only the keys changed since its parent; a restore point is a snapshot
  * whose chain (its full snapshot, then each delta up to it) is complete, loaded in that order.
  */
-final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
+private[sharedstate] final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
   import SnapshotTable._
   private val engine = DefaultEngine.create(conf)
   private val table = Table.forPath(engine, path)
@@ -161,7 +161,7 @@ final class SnapshotTable private (val path: String, conf: Configuration, chunkB
 private final case class ChunkRow(id: Long, chunk: Int, chunks: Int, updateProgress: Long, data: Array[Byte],
     changelogVersion: java.lang.Long, baseId: java.lang.Long, parentId: java.lang.Long)
 
-object SnapshotTable {
+private[sharedstate] object SnapshotTable {
   val Partition = "partition"
   val SnapshotId = "snapshot_id"
   val Chunk = "chunk"

@@ -11,7 +11,7 @@ import org.apache.spark.sql.SparkSession
  * and encoded bytes the written snapshots hold; `snapshotMs`: capturing, encoding and writing them,
  * `retentionMs`: the retention deletes after.
  */
-final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean, changelogTrimmed: Boolean,
+private[sharedstate] final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean, changelogTrimmed: Boolean,
     deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L)
 
 /**
@@ -31,7 +31,7 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * table version: older versions still read them until Delta's VACUUM removes the files). So there
  * are always at least `retained` points to recover from, and every kept snapshot is one.
  */
-final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
+private[sharedstate] final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
     snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty) extends Logging {
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
   require(fullEvery >= 1, s"a snapshot chain has at least its full snapshot, got fullEvery = $fullEvery")

@@ -10,7 +10,7 @@ import org.apache.spark.internal.Logging
  * the last one it replayed through the engine's own steps (as recovery does). Runs every `intervalMs`
  * in the background, and on demand before each read (`catchUp`).
  */
-final class StateFollower(state: State, log: DeltaChangelog, from: Recovered, intervalMs: Long) extends Logging {
+private[sharedstate] final class StateFollower(state: State, log: DeltaChangelog, from: Recovered, intervalMs: Long) extends Logging {
   private var version = from.version
   private var lastSeq = from.nextSeq - 1
   private var seen: Set[String] = log.filesOf(version)

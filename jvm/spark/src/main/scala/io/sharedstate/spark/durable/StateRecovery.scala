@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger
  * hands its share to the driver, which keeps the rejected table); `dataFilesRead`: how many changelog
  * files of the State's partitions it read.
  */
-final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0,
+private[sharedstate] final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0,
     chains: Map[Int, SnapshotChain] = Map.empty)
 
 /**
@@ -27,7 +27,7 @@ final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, 
  * rejections of the replayed events that the rejected table does not hold yet (the application
  * stopped between an epoch's changelog commit and its rejected-table commit) are written to it.
  */
-object StateRecovery {
+private[sharedstate] object StateRecovery {
   /**
    * @param rebuilds the State partitions to rebuild (a cluster host rebuilds its own; the others stay
    *                 empty, and the journal's events still replay the whole progress). Rows of no

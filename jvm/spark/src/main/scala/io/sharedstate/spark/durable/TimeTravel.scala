@@ -17,7 +17,7 @@ import org.apache.spark.sql.SparkSession
  * it. Its as-of answer at t is the State's. Once retention has trimmed the changelog, a time older
  * than every partition's oldest kept snapshot is an error naming the oldest time still available.
  */
-object TimeTravel {
+private[sharedstate] object TimeTravel {
   def asOf(spark: SparkSession, spec: StateSpec, log: DeltaChangelog, snapshots: SnapshotTable, time: Long): IndexedSeq[StoredPairs] = {
     val trimmed = DeltaTable.forPath(spark, log.path).history().where("operation = 'DELETE'").limit(1).count() > 0
     if (trimmed) {

@@ -16,13 +16,13 @@ import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
  * first); an epoch ends only once every fetch it issued is answered, so an acknowledged epoch has
  * emitted all its events and a restart from the last epoch loses none.
  */
-object ContinuousFetchJoin {
+private[sharedstate] object ContinuousFetchJoin {
   def apply(events: DataFrame, spec: FetchJoinSpec): DataFrame =
     events.mapPartitions(new ContinuousFetchFunction(spec))(Encoders.row(spec.outputSchema))
 }
 
 /** `clientOf` finds the State's client in the task's JVM (tests put a stand-in there). */
-final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
+private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
   extends (Iterator[Row] => Iterator[Row]) with Serializable {
   @transient private lazy val keys = KeyEncoder.externalRows(spec.keySchema)
   @transient private lazy val cells = new FetchAnswerCells(spec)
@@ -84,7 +84,7 @@ final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => Sta
  * since continuous queries have no watermark), registered by the first task of each run of the query
  * on each JVM and removed by [[FetchProgressListener]] when the query stops.
  */
-object ContinuousFetchReaders {
+private[sharedstate] object ContinuousFetchReaders {
   val Prefix = "continuous-fetch-join:"
   // ContinuousExecution.EPOCH_COORDINATOR_ID_KEY: "<run id>--<uuid>", new for every run of a query
   private val RunKey = "__epoch_coordinator_id"

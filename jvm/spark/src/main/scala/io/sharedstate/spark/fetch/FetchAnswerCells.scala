@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType
  * nulls, or with 0 / an empty array for `count`, `collect` and `range` (as SQL aggregates an empty
  * group); an inner join drops it. Stored values are UnsafeRow bytes, decoded with Spark's encoders.
  */
-final class FetchAnswerCells(spec: FetchJoinSpec) {
+private[sharedstate] final class FetchAnswerCells(spec: FetchJoinSpec) {
   private val schemas = spec.schemas
   private val valueWidth = schemas.value.length
   private val valueDecoder = decoder(schemas.value)
@@ -46,7 +46,7 @@ final class FetchAnswerCells(spec: FetchJoinSpec) {
   private def decoder(schema: StructType) = ExpressionEncoder(schema).resolveAndBind().createDeserializer()
 }
 
-object FetchAnswerCells {
+private[sharedstate] object FetchAnswerCells {
   /** The appended cells, and whether the fetch found anything (inner joins keep only matched events). */
   final case class Cells(values: Seq[Any], matched: Boolean)
 }

@@ -29,7 +29,7 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
  * With `lateness`, events more than that behind the latest event seen are late (not fetched,
  * counted), which lets the join advance the State's fetch progress F.
  */
-object FetchJoin {
+private[sharedstate] object FetchJoin {
 
   def apply(events: DataFrame, state: String, keys: Seq[String], time: String, rule: String = "latest",
       mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,

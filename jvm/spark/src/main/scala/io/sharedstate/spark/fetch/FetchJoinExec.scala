@@ -19,7 +19,7 @@ import org.apache.spark.util.SerializableConfiguration
  * it), so a re-run batch reads the same waiting events, answers the same ones and leaves the same ones
  * waiting. A batch DataFrame is answered in one pass (bound U = +infinity), nothing waits.
  */
-final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boolean, reportsProgress: Boolean,
+private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boolean, reportsProgress: Boolean,
     output: Seq[Attribute], child: SparkPlan) extends UnaryExecNode {
 
   override protected def doExecute(): RDD[InternalRow] = {
@@ -55,7 +55,7 @@ final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boo
   override protected def withNewChildInternal(newChild: SparkPlan): FetchJoinExec = copy(child = newChild)
 }
 
-object FetchJoinExec {
+private[sharedstate] object FetchJoinExec {
   /** The query and micro-batch a streaming fetch join's task runs in (Spark's local properties). */
   def batchOf(context: TaskContext, join: String): (String, Long) = {
     Option(context).flatMap(c => BatchBounds.microBatch(c.getLocalProperty)).getOrElse(throw new SharedStateException(

@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.DataType
  * stored answer bytes are copied as they are ([[UnsafeColumnCopy]]), nothing is boxed or decoded.
  * Events are on-heap UnsafeRows whose first columns are the event columns.
  */
-final class FetchJoinOutput(spec: FetchJoinSpec) {
+private[sharedstate] final class FetchJoinOutput(spec: FetchJoinSpec) {
   private val schemas = spec.schemas
   private val events = new UnsafeColumnCopy(spec.eventSchema.fields.map(_.dataType))
   private val values = new UnsafeColumnCopy(schemas.value.fields.map(_.dataType))

@@ -11,7 +11,7 @@ import org.apache.spark.sql.types.{IntegerType, LongType, StructField, StructTyp
  * [[FetchJoinRows.metricsName]], then keeps the answered rows and drops the extra columns. (A tally
  * per task rather than per row: the observed aggregates then cost one null check per answered row.)
  */
-object FetchJoinRows {
+private[sharedstate] object FetchJoinRows {
   val Kind = "__sharedstate_kind"
   val Answered = "__sharedstate_answered"
   val Late = "__sharedstate_late"

@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.{ArrayType, DoubleType, LongType, StructField,
  * its timestamp), `range` over [t - window, t] (one array of (time, value) structs, oldest first), or
  * an aggregate over [t - window, t] (one column per result: `sum_<col>`, `avg_<col>`, `<state>_count`, ...).
  */
-sealed trait FetchJoinRule extends Serializable {
+private[sharedstate] sealed trait FetchJoinRule extends Serializable {
   def name: String
   /** How far before the event's time the rule reads: F may pass a fetch only by this much less. */
   def windowMicros: Long
@@ -21,7 +21,7 @@ sealed trait FetchJoinRule extends Serializable {
   def request(key: Key, t: Long, mode: ReadMode, valueType: ValueType): FetchRequest
 }
 
-object FetchJoinRule {
+private[sharedstate] object FetchJoinRule {
   case object Latest extends FetchJoinRule {
     val name = "latest"
     val windowMicros = 0L

@@ -11,7 +11,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
 /** A validated fetch join: which State, how events bind to it, what it reads, and the output schema. */
-final case class FetchJoinSpec(
+private[sharedstate] final case class FetchJoinSpec(
     stateName: String,
     schemas: StateSchemas,
     valueType: ValueType,
@@ -27,7 +27,7 @@ final case class FetchJoinSpec(
   def outputSchema: StructType = StructType(eventSchema.fields ++ rule.addedColumns(schemas))
 }
 
-object FetchJoinSpec {
+private[sharedstate] object FetchJoinSpec {
   val Modes = Seq("committed", "uncommitted")
   val Hows = Seq("left", "inner")
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
  * no time included) and their fetch waits, late events, events left waiting and the earliest of their
  * times, and the latest event time seen.
  */
-final class FetchJoinTally {
+private[sharedstate] final class FetchJoinTally {
   private var answered = 0L
   private var late = 0L
   private var waiting = 0L

@@ -21,7 +21,7 @@ import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
  * Events are UnsafeRows whose first columns are the event columns (stable: not reused); the output
  * rows are one reused buffer ([[FetchJoinOutput]]).
  */
-final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
+private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
     input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer]) extends Iterator[InternalRow] {
   import FetchJoinTask._
   private val output = new FetchJoinOutput(spec)
@@ -148,7 +148,7 @@ final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Lon
   }
 }
 
-object FetchJoinTask {
+private[sharedstate] object FetchJoinTask {
   /** Events per batched fetch request; bounds what a task holds besides the reused output row. */
   val Chunk = 4096
   private val Asked = 0

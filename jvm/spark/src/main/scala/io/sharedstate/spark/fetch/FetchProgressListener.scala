@@ -14,7 +14,7 @@ import scala.util.Try
  * (Spark posts that event before the first batch), reports their F after each batch (see
  * [[FetchJoinProgress]]) and removes them, and the query's continuous-join readers, when it stops.
  */
-final class FetchProgressListener extends StreamingQueryListener {
+private[sharedstate] final class FetchProgressListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit = {
     // Spark delivers the start to the session's listeners on the stream thread, before the first batch.
     val query = Option(SparkSession.active.streams.get(event.id))
@@ -45,7 +45,7 @@ final class FetchProgressListener extends StreamingQueryListener {
   }
 }
 
-object FetchProgressListener {
+private[sharedstate] object FetchProgressListener {
   private val sessions = java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */

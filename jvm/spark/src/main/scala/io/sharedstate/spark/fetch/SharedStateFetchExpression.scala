@@ -22,7 +22,7 @@ import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
  * could still change (streams that must wait use fetch_join). A composite key is passed as a struct
  * of the key columns, in the State's key order.
  */
-final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
+private[sharedstate] final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
     rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed)
   extends BinaryExpression with CodegenFallback {
 
@@ -76,7 +76,7 @@ final case class SharedStateFetchExpression(stateName: String, key: Expression, 
     copy(key = newLeft, time = newRight)
 }
 
-object SharedStateFetchExpression {
+private[sharedstate] object SharedStateFetchExpression {
   val Name = "sharedstate_fetch"
 
   /** Builds the expression from SQL arguments: a State name literal, a key, a time, then optional literals. */

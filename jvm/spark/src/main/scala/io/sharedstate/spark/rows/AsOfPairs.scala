@@ -7,7 +7,7 @@ import scala.collection.mutable.ArrayBuffer
  * One partition as of a time: for each key, the newest applied pair at or before it. Only applied
  * pairs are read and every applied pair is below U, so the answer never changes once given.
  */
-object AsOfPairs {
+private[sharedstate] object AsOfPairs {
   def of(partition: StatePartition, asOf: Long): StoredPairs = {
     val keys = ArrayBuffer.empty[Array[Byte]]
     val times = ArrayBuffer.empty[Long]

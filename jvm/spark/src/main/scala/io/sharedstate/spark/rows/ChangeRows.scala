@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
 
 /** A change as a row of the change stream: key columns, value columns, then `<state>_time`. */
-final class ChangeRows(schemas: StateSchemas) extends Serializable {
+private[sharedstate] final class ChangeRows(schemas: StateSchemas) extends Serializable {
   private val keyWidth = schemas.key.length
   private val valueWidth = schemas.value.length
 

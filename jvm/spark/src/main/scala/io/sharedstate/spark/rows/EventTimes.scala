@@ -5,7 +5,7 @@ import java.time.Instant
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
 
 /** Converts between external timestamp objects (Timestamp or Instant) and microseconds. */
-object EventTimes {
+private[sharedstate] object EventTimes {
   def micros(value: Any): Long = value match {
     case t: Timestamp => DateTimeUtils.fromJavaTimestamp(t)
     case i: Instant => DateTimeUtils.instantToMicros(i)

@@ -13,7 +13,7 @@ import org.apache.spark.unsafe.Platform
  * continuous fetch join and the SQL function each build theirs here, from the row form they see;
  * every form goes through the same projection to an UnsafeRow. Not thread-safe: one per task.
  */
-final class KeyEncoder private (projection: UnsafeProjection) {
+private[sharedstate] final class KeyEncoder private (projection: UnsafeProjection) {
   /** The key of `row`, as fresh bytes (the projection reuses its buffer; the bytes are a copy). */
   def bytes(row: InternalRow): Array[Byte] = {
     val key = projection(row)
@@ -25,7 +25,7 @@ final class KeyEncoder private (projection: UnsafeProjection) {
   def key(row: InternalRow): Key = new Key(bytes(row))
 }
 
-object KeyEncoder {
+private[sharedstate] object KeyEncoder {
   /** Keys in the columns at `ordinals` of rows of `schema` (the sink's input, a fetch join's events). */
   def columns(schema: StructType, ordinals: Array[Int]): KeyEncoder =
     new KeyEncoder(UnsafeProjection.create(ordinals.toSeq.map(i => BoundReference(i, schema(i).dataType, schema(i).nullable))))

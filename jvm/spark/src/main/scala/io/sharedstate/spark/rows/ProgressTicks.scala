@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.{LongType, StructField, StructType, TimestampT
  * first). A fetch join unions it with its events (see fetch.FetchJoin), so Spark runs a micro-batch when
  * events arrive or U moves, and a waiting event is answered in the first batch after U passes it.
  */
-object ProgressTicks {
+private[sharedstate] object ProgressTicks {
   val Column = "__sharedstate_u"
   val FromColumn = "__sharedstate_u_from"
   val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false),

@@ -5,7 +5,7 @@ import org.apache.spark.sql.types.{DataType, LongType, StringType, StructField, 
 import scala.util.control.NonFatal
 
 /** Spark schemas of a State: its key and value structs, and the columns reads and joins produce. */
-final case class StateSchemas(stateName: String, key: StructType, value: StructType) {
+private[sharedstate] final case class StateSchemas(stateName: String, key: StructType, value: StructType) {
 
   /** The column that carries the timestamp of the value used, in fetch joins and as-of reads. */
   def timeColumn: String = s"${stateName}_time"
@@ -25,7 +25,7 @@ final case class StateSchemas(stateName: String, key: StructType, value: StructT
     StructField("update_progress", TimestampType, nullable = true)))
 }
 
-object StateSchemas {
+private[sharedstate] object StateSchemas {
   def of(spec: StateSpec): StateSchemas =
     StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema))
 

@@ -12,7 +12,7 @@ import org.apache.spark.unsafe.Platform
  * structs, whose offsets are relative to their own start). Only a decimal too wide for a long goes
  * through Decimal, so the writer keeps the 16 bytes such a column reserves.
  */
-final class UnsafeColumnCopy(types: Array[DataType]) {
+private[sharedstate] final class UnsafeColumnCopy(types: Array[DataType]) {
   import UnsafeColumnCopy._
   private val kinds: Array[Int] = types.map {
     case d: DecimalType if d.precision > org.apache.spark.sql.types.Decimal.MAX_LONG_DIGITS => WideDecimal
@@ -50,7 +50,7 @@ final class UnsafeColumnCopy(types: Array[DataType]) {
   }
 }
 
-object UnsafeColumnCopy {
+private[sharedstate] object UnsafeColumnCopy {
   private val Fixed = 0
   private val Variable = 1
   private val WideDecimal = 2

@@ -15,7 +15,7 @@ import org.apache.spark.sql.connector.write.{BatchWrite, DataWriter, DataWriterF
  * so it no longer holds U back. With no streaming writer left, every value is final (U = +infinity)
  * until a streaming writer registers; with streaming writers, updates below U are late like any other.
  */
-final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Logging {
+private[sharedstate] final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Logging {
   private val writer = s"bulk-load-${UUID.randomUUID()}"
   private val state: StateController = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
@@ -37,11 +37,11 @@ final class BulkLoadWrite(options: UpdateOptions) extends BatchWrite with Loggin
   }
 }
 
-object BulkLoadWrite {
+private[sharedstate] object BulkLoadWrite {
   val Epoch = 0L
 }
 
-final class BulkLoadWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget])
+private[sharedstate] final class BulkLoadWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget])
   extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     new UpdateDataWriter(options, writer, partitionId, BulkLoadWrite.Epoch, changelog)

@@ -11,7 +11,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage
  * event time seen minus the allowed lateness, never lower than before. The tasks' changelog files
  * (durable States) go with the commit; the State journals them before applying anything.
  */
-final class EpochCommitter(state: StateController, writer: String, latenessMicros: Long) {
+private[sharedstate] final class EpochCommitter(state: StateController, writer: String, latenessMicros: Long) {
   /** @param finish the writer finishes with this epoch (a bulk load) */
   def commit(epoch: Long, messages: Array[WriterCommitMessage], finish: Boolean = false): CommitOutcome = {
     val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
  * bytes): the form the engine stores, nothing converted to objects. Keys through the one
  * [[KeyEncoder]]. Not thread-safe: one per task.
  */
-final class RowBinder(input: StructType, keyOrdinals: Array[Int], valueOrdinals: Array[Int]) {
+private[sharedstate] final class RowBinder(input: StructType, keyOrdinals: Array[Int], valueOrdinals: Array[Int]) {
   private val keys = KeyEncoder.columns(input, keyOrdinals)
   private val valueProjection =
     UnsafeProjection.create(valueOrdinals.toSeq.map(i => BoundReference(i, input(i).dataType, input(i).nullable)))

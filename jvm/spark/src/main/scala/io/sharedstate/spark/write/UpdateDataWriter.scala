@@ -14,10 +14,10 @@ import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
  * What one write task tells the driver: how many rows it staged, the largest event time, and for a
  * durable State the changelog files it wrote (committed by the driver with the epoch).
  */
-final case class UpdateCommitMessage(staged: Int, rejected: Int, maxEventTime: Long,
+private[sharedstate] final case class UpdateCommitMessage(staged: Int, rejected: Int, maxEventTime: Long,
     changelogFiles: Seq[ChangelogFile] = Nil) extends WriterCommitMessage
 
-final class UpdateWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget] = None)
+private[sharedstate] final class UpdateWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget] = None)
   extends StreamingDataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
     new UpdateDataWriter(options, writer, partitionId, epochId, changelog)
@@ -27,7 +27,7 @@ final class UpdateWriterFactory(options: UpdateOptions, writer: String, changelo
  * Buffers one task's updates and stages them in the State when the task commits; a retried task
  * replaces its earlier attempt. Nothing becomes visible before the driver commits the epoch.
  */
-final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: Int, epoch: Long,
+private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: Int, epoch: Long,
     changelog: Option[ChangelogTarget] = None) extends DataWriter[InternalRow] {
 
   private val binder = new RowBinder(options.inputSchema, options.keyOrdinals, options.valueOrdinals)

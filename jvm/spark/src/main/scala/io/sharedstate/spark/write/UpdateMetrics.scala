@@ -3,7 +3,7 @@ package io.sharedstate.spark.write
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
 /** Task-level metrics of the update sink, summed by Spark (which builds them by reflection). */
-object UpdateMetrics {
+private[sharedstate] object UpdateMetrics {
   val RowsStaged = "rowsStaged"
   val RowsRejectedInTask = "rowsRejectedNullKeyOrTime"
 
@@ -15,12 +15,12 @@ object UpdateMetrics {
   }
 }
 
-final class RowsStagedMetric extends CustomSumMetric {
+private[sharedstate] final class RowsStagedMetric extends CustomSumMetric {
   override def name(): String = UpdateMetrics.RowsStaged
   override def description(): String = "updates staged by the sharedstate sink"
 }
 
-final class RowsRejectedMetric extends CustomSumMetric {
+private[sharedstate] final class RowsRejectedMetric extends CustomSumMetric {
   override def name(): String = UpdateMetrics.RowsRejectedInTask
   override def description(): String = "updates rejected for a null key or time"
 }

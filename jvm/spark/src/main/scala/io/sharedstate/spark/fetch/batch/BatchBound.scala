@@ -7,11 +7,11 @@ package io.sharedstate.spark.fetch.batch
  * files under `waitingDir` (see [[WaitingEventFiles]]; the directory is not recorded, it is where the
  * join's checkpoint is).
  */
-final case class BatchBound(u: Long, f: Long, previous: Long = -1L, previousParts: Int = 0, waitingDir: String = null) {
+private[sharedstate] final case class BatchBound(u: Long, f: Long, previous: Long = -1L, previousParts: Int = 0, waitingDir: String = null) {
   def encode: String = s"$u $f $previous $previousParts"
 }
 
-object BatchBound {
+private[sharedstate] object BatchBound {
   def decode(text: String): BatchBound = text.trim.split("\\s+") match {
     case Array(u, f, previous, parts) => BatchBound(u.toLong, f.toLong, previous.toLong, parts.toInt)
     case other => throw new IllegalStateException(

@@ -13,7 +13,7 @@ import scala.util.Using
  * batch re-run after a driver restart answers below the same U as its first attempt. Written with
  * Spark's own checkpoint file manager (atomic create, as for the offset and commit logs).
  */
-final class BatchBoundLog(dir: Path, conf: Configuration) {
+private[sharedstate] final class BatchBoundLog(dir: Path, conf: Configuration) {
   private val files = CheckpointFileManager.create(dir, conf)
   if (!files.exists(dir)) files.mkdirs(dir)
 

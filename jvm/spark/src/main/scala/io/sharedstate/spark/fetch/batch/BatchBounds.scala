@@ -22,7 +22,7 @@ import scala.util.control.NonFatal
  * re-run batch answers exactly what its first attempt did and counts the same events late: with an
  * idempotent sink (which keeps the first attempt's output) nothing is lost or emitted twice.
  */
-object BatchBounds extends Logging {
+private[sharedstate] object BatchBounds extends Logging {
   private val bounds = new ConcurrentHashMap[String, BatchBound]()
   private final case class Registered(log: BatchBoundLog, waiting: WaitingEventFiles)
   private val joins = new ConcurrentHashMap[String, Registered]() // "query|join" -> its checkpoint files

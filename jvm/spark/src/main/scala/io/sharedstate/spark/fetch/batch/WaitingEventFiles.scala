@@ -21,7 +21,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  *
  * A file holds, per event, when it arrived (ms) and its event columns as UnsafeRow bytes, compressed.
  */
-final class WaitingEventFiles(val dir: Path, conf: Configuration) {
+private[sharedstate] final class WaitingEventFiles(val dir: Path, conf: Configuration) {
   import WaitingEventFiles._
   private val files = CheckpointFileManager.create(dir, conf)
 
@@ -116,7 +116,7 @@ final class WaitingEventFiles(val dir: Path, conf: Configuration) {
   }
 }
 
-object WaitingEventFiles {
+private[sharedstate] object WaitingEventFiles {
   private val Part = """part-(\d+)-of-(\d+)""".r
 
   def name(part: Int, parts: Int): String = f"part-$part%05d-of-$parts%05d"

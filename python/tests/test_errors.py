@@ -155,9 +155,7 @@ def test_progress_table_options(spark, state_name):
             r = r.option(k, v)
         return r.load()
 
-    with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'state'"):
-        read(fetchJoin="j")
-    with pytest.raises(Exception, match="Option 'fetchJoin' applies to table 'progress' only, not 'rejected'"):
-        spark.read.format("sharedstate").option("state", state_name).option("table", "rejected") \
-            .option("fetchJoin", "j").load()
+    # a fetch join's tick source is internal: its bookkeeping is no user option, so naming it is an error
+    with pytest.raises(Exception, match="(?i)Unknown read option\\(s\\) fetchjoin"):
+        spark.read.format("sharedstate").option("state", state_name).option("fetchJoin", "j").load().collect()
     assert read(table="progress").columns == ["__sharedstate_u", "__sharedstate_u_from"]

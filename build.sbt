@@ -101,8 +101,9 @@ lazy val spark = (project in file("jvm/spark"))
       import scala.xml.transform._
       new RuleTransformer(new RewriteRule {
         override def transform(n: Node): Seq[Node] = n match {
-          case d: Elem if d.label == "dependency" &&
-              (d \ "artifactId").text.startsWith("sharedstate-core") => NodeSeq.Empty
+          case d: Elem
+              if d.label == "dependency" &&
+                (d \ "artifactId").text.startsWith("sharedstate-core") => NodeSeq.Empty
           case other => other
         }
       }).transform(node).head

@@ -57,14 +57,17 @@ final class ChangeFeed private[core] (stateName: String, partitions: Int, startU
     val from = reached
     // Sources add in merged (timestamp, partition) order: that is what entitles makeRoom's heartbeats.
     val next = new Array[Int](partitions)
-    val heads = new java.util.PriorityQueue[Integer](math.max(1, partitions),
+    val heads = new java.util.PriorityQueue[Integer](
+      math.max(1, partitions),
       (a: Integer, b: Integer) => {
         val byTime = java.lang.Long.compare(newly(a)(next(a)).time, newly(b)(next(b)).time)
         if (byTime != 0) byTime else Integer.compare(a, b)
-      })
+      }
+    )
     for (p <- 0 until partitions) {
       val changes = newly(p)
-      while (next(p) < changes.length && changes(next(p)).time < from) next(p) += 1 // below the frontier: delivered already
+      while (next(p) < changes.length && changes(next(p)).time < from)
+        next(p) += 1 // below the frontier: delivered already
       if (next(p) < changes.length) heads.add(p)
     }
     while (!heads.isEmpty) {
@@ -181,8 +184,10 @@ final class ChangeFeed private[core] (stateName: String, partitions: Int, startU
 }
 
 object ChangeFeed {
+
   /** The feed's own reader, drained after each round: new subscriptions start at its position. */
   private val Anchor = 0
+
   /** Pairs of one partition that may wait for the slowest subscription before the committer drains it. */
   val DefaultCapacity = 4096
   val DefaultMaxSubscriptions = 63

@@ -76,7 +76,8 @@ final class ChangeSubscription private[core] (feed: ChangeFeed, val id: Long, pr
 
   private def withSlot[T](body: => T): T = {
     lock.lock()
-    try body finally lock.unlock()
+    try body
+    finally lock.unlock()
   }
 
   private def drain(): Unit = if (!closed) {

@@ -11,8 +11,13 @@ object CompactionScheduler {
   }
 
   def schedule(state: State, intervalMs: Long): ScheduledFuture[_] =
-    executor.scheduleWithFixedDelay(() => {
-      try state.compactionStep(state.spec.compactionBatch)
-      catch { case _: Throwable => () } // a failed round is retried at the next period
-    }, intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+    executor.scheduleWithFixedDelay(
+      () => {
+        try state.compactionStep(state.spec.compactionBatch)
+        catch { case _: Throwable => () } // a failed round is retried at the next period
+      },
+      intervalMs,
+      intervalMs,
+      TimeUnit.MILLISECONDS
+    )
 }

@@ -4,8 +4,10 @@ import java.time.Instant
 
 /** Event time is a Long of microseconds since the epoch (Spark's TimestampType). */
 object EventTime {
+
   /** Progress of a State nothing has been committed to: no value is final yet. */
   val MinusInfinity: Long = Long.MinValue
+
   /** Progress of a State with no streaming writer after a batch load: every value is final. */
   val PlusInfinity: Long = Long.MaxValue
 

@@ -21,7 +21,7 @@ final class Key(val bytes: Array[Byte]) extends Serializable {
 
   override def equals(other: Any): Boolean = other match {
     case k: Key => (k eq this) || (k.hash == hash && k.length == length && k.head0 == head0 && k.head1 == head1 &&
-      (length <= Key.Inline || Arrays.equals(k.bytes, bytes)))
+        (length <= Key.Inline || Arrays.equals(k.bytes, bytes)))
     case _ => false
   }
 

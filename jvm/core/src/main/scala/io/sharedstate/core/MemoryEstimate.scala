@@ -6,10 +6,13 @@ package io.sharedstate.core
  * set from the heap size means what it says. The JMH footprint run checks the estimate.
  */
 object MemoryEstimate {
+
   /** Key object and its byte array header, the map node and its table slot, the ValueSet and its three array headers. */
   val PerKey: Long = 48 + 16 + 32 + 8 + 24 + 3 * 16
+
   /** The end offset of each value in the packed ValueSet. */
   val PerVersion: Long = 4
+
   /** A staged update: its slot in four parallel arrays and the value array header. */
   val PerStaged: Long = 4 * 8 + 16
 

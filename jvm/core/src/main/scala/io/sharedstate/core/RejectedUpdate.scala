@@ -17,6 +17,7 @@ object RejectedUpdate {
   val Late = "late"
   val NullKey = "null_key"
   val NullTime = "null_time"
+
   /** The update rule threw on this update (the message follows the colon); the rest of its key's chain still applied. */
   val RuleFailed = "rule_failed"
 }

@@ -58,8 +58,10 @@ final class State(val spec: StateSpec) {
 
   /** Update progress U: every value with timestamp < U is final. */
   def updateProgress: Long = u
+
   /** Fetch progress F: no registered reader fetches below it any more, so pairs below min(F, U) may be compacted. */
   def fetchProgress: Long = f
+
   /** Pairs older than this may be compacted away. */
   def compactionHorizon: Long = math.min(f, u)
 
@@ -97,7 +99,8 @@ final class State(val spec: StateSpec) {
    */
   def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = {
     checkMemory(batch.bytes, s"staging ${batch.size} update(s) of writer '$writer' epoch $epoch")
-    val previous = staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, UpdateBatch]()).put(task, batch)
+    val previous =
+      staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, UpdateBatch]()).put(task, batch)
     stagingBytes.addAndGet(batch.bytes - (if (previous == null) 0L else previous.bytes))
   }
 
@@ -191,7 +194,8 @@ final class State(val spec: StateSpec) {
   }
 
   def finishReader(reader: String): Unit = underCommitLock { fetchTracker.finish(reader); publishFetchProgress() }
-  def deregisterReader(reader: String): Unit = underCommitLock { fetchTracker.deregister(reader); publishFetchProgress() }
+  def deregisterReader(reader: String): Unit =
+    underCommitLock { fetchTracker.deregister(reader); publishFetchProgress() }
   def readerProgress(reader: String): Option[Long] = underCommitLock(fetchTracker.progressOf(reader))
 
   // ---- fetches ----
@@ -363,10 +367,12 @@ final class State(val spec: StateSpec) {
   def subscribeChanges(from: Long, seamPartitions: Seq[Int]): ChangeSubscription = underCommitLock {
     if (feed == null) feed = new ChangeFeed(spec.name, parts.length, u, changeFeedCapacity)
     val joined = feed
-    joined.subscribe(from, (f, t) => mergedChanges(f, t, seamPartitions), sub => underCommitLock {
-      joined.unsubscribe(sub)
-      if ((feed eq joined) && joined.subscriptionCount == 0) feed = null
-    })
+    joined.subscribe(from, (f, t) => mergedChanges(f, t, seamPartitions),
+      sub =>
+        underCommitLock {
+          joined.unsubscribe(sub)
+          if ((feed eq joined) && joined.subscriptionCount == 0) feed = null
+        })
   }
 
   /** Whether a change feed runs (some subscription is open). */
@@ -377,8 +383,8 @@ final class State(val spec: StateSpec) {
   /** The open change subscription `id` (a task finds its query's subscription by id). */
   def changeSubscription(id: Long): ChangeSubscription =
     Option(feed).flatMap(_.subscription(id)).getOrElse(throw new SharedStateException(
-      s"State '${spec.name}' has no open change subscription $id: its change-stream query stopped, or the State " +
-        "was re-created since the batch was planned."))
+        s"State '${spec.name}' has no open change subscription $id: its change-stream query stopped, or the State " +
+          "was re-created since the batch was planned."))
 
   // ---- durability ----
 
@@ -401,7 +407,8 @@ final class State(val spec: StateSpec) {
    * order, each replacing the entries of the keys it holds; the staged updates are the last link's.
    */
   def restorePartitionChain(chain: Seq[codec.PartitionSnapshot]): Unit = underCommitLock {
-    if (chain.isEmpty || chain.head.delta || chain.tail.exists(!_.delta) || chain.exists(_.partition != chain.head.partition)) {
+    if (chain.isEmpty || chain.head.delta || chain.tail.exists(!_.delta) || chain.exists(
+        _.partition != chain.head.partition)) {
       throw new SharedStateException(s"State '${spec.name}': a snapshot chain is one partition's full snapshot followed " +
         s"by its deltas, got ${chain.map(s => s"partition ${s.partition} ${if (s.delta) "delta" else "full"}").mkString(", ")}.")
     }
@@ -456,7 +463,8 @@ final class State(val spec: StateSpec) {
   // Replay goes through the same steps as the live calls, but takes each commit's lateness decision
   // (its U) from the journal instead of from the State.
   private[core] def replayRegistered(writer: String, frontier: Long): Seq[RejectedUpdate] = underCommitLock {
-    if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0) u = lastFiniteU
+    if (u == EventTime.PlusInfinity && !updateTracker.isActive(writer) && updateTracker.activeCount == 0)
+      u = lastFiniteU
     updateTracker.register(writer, frontier)
     writerStats.putIfAbsent(writer, new WriterStats)
     publishProgress(updateTracker.current)
@@ -498,7 +506,8 @@ final class State(val spec: StateSpec) {
   def metrics: StateMetrics = {
     val stats = writerStats.asScala.map { case (w, s) => w -> (s.accepted.get, s.rejected.get) }.toMap
     val (writers, readers, staged, stagedBytes) = underCommitLock(
-      (updateTracker.reporters, fetchTracker.reporters, parts.map(_.stagedCount.toLong).sum, parts.map(_.stagedBytes).sum))
+      (updateTracker.reporters, fetchTracker.reporters, parts.map(_.stagedCount.toLong).sum,
+        parts.map(_.stagedBytes).sum))
     StateMetrics(
       name = spec.name,
       updateProgress = u,
@@ -518,7 +527,8 @@ final class State(val spec: StateSpec) {
       pendingFetches = pending.size,
       memoryLimitBytes = spec.memoryLimitBytes,
       partitionBytes = parts.map(_.bytesHeld).toIndexedSeq,
-      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq)
+      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq
+    )
   }
 
   /** Estimated bytes held: applied entries, staged updates and epochs not yet committed. */
@@ -594,7 +604,9 @@ final class State(val spec: StateSpec) {
 
   private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity
 
-  private def reject(r: RejectedUpdate): Unit = { rejectedLog.add(r); rejectedCount.incrementAndGet(); stepRejected.add(r) }
+  private def reject(r: RejectedUpdate): Unit = {
+    rejectedLog.add(r); rejectedCount.incrementAndGet(); stepRejected.add(r)
+  }
 
   private def drainStepRejected(): Seq[RejectedUpdate] =
     if (stepRejected.isEmpty) Nil else Iterator.continually(stepRejected.poll()).takeWhile(_ != null).toVector
@@ -617,7 +629,8 @@ final class State(val spec: StateSpec) {
       val busy = parts.count(_.stagedCount > 0)
       val subscribed = feed
       if (subscribed == null) {
-        if (busy > 1) IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
+        if (busy > 1)
+          IntStream.range(0, parts.length).parallel().forEach(i => parts(i).applyBefore(newU, horizon, reject))
         else parts.foreach(_.applyBefore(newU, horizon, reject))
       } else {
         // The feed gets the pairs this round made final, before U is published: a subscription that
@@ -646,11 +659,13 @@ final class State(val spec: StateSpec) {
 
   private def underCommitLock[T](body: => T): T = {
     commitLock.lock()
-    try body finally commitLock.unlock()
+    try body
+    finally commitLock.unlock()
   }
 }
 
 object State {
+
   /** Fetches per look-up group of a batched fetch: enough misses in flight, all still in L1/L2 when answered. */
   private[core] val FetchGroup = 64
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)

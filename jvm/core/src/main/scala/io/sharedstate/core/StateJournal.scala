@@ -7,6 +7,7 @@ package io.sharedstate.core
  * ahead of what the journal holds, and the journal's order is the State's commit order.
  */
 trait StateJournal {
+
   /** A writer joined (or rejoined after finishing) at `frontier`, the progress it starts with. */
   def writerRegistered(writer: String, frontier: Long): Unit
 

@@ -70,7 +70,9 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
           val set = entries.get(key)
           if (set != null) {
             var j = set.firstIndexAtOrAfter(from)
-            while (j < set.size && set.timeAt(j) < progress) { out += Change(key.bytes, set.timeAt(j), set.valueAt(j)); j += 1 }
+            while (j < set.size && set.timeAt(j) < progress) {
+              out += Change(key.bytes, set.timeAt(j), set.valueAt(j)); j += 1
+            }
           }
         }
         i += 1
@@ -114,7 +116,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate]): Long = {
     val acc = new StatePartition.Accounting
-    try applySegment(ready, order, a, b, horizon, failures, acc) finally publish(acc)
+    try applySegment(ready, order, a, b, horizon, failures, acc)
+    finally publish(acc)
   }
 
   private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
@@ -130,8 +133,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       if (j - i == 1) {
         single(0) = order(i).toInt
         applied += applyChain(ready, single, horizon, failures, acc)
-      }
-      else {
+      } else {
         // Keys sharing a bin: pick out each key's updates (already in arrival order).
         val idx = (i until j).map(k => order(k).toInt).toArray
         val done = new Array[Boolean](idx.length)
@@ -156,7 +158,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
-  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long, failures: java.util.Queue[RejectedUpdate],
+  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long,
+      failures: java.util.Queue[RejectedUpdate],
       acc: StatePartition.Accounting): Long = {
     val key = ready.keys(chain(0))
     var extraBytes = 0
@@ -177,14 +180,22 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         } catch {
           case e: Exception =>
             val o = ready.origins(c)
-            rejected += RejectedUpdate(key.bytes, t, incoming, s"${RejectedUpdate.RuleFailed}: ${e.getMessage}",
-              if (o == null) "" else o.writer, if (o == null) -1L else o.epoch, if (o == null) Long.MinValue else o.updateProgress)
+            rejected += RejectedUpdate(
+              key.bytes,
+              t,
+              incoming,
+              s"${RejectedUpdate.RuleFailed}: ${e.getMessage}",
+              if (o == null) "" else o.writer,
+              if (o == null) -1L else o.epoch,
+              if (o == null) Long.MinValue else o.updateProgress
+            )
         }
       }
       if (applied == 0 && before == null) { rejected.foreach(failures.add); return 0L }
       val built = b.result()
       val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
-      val published = if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
+      val published =
+        if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
       if (published) {
         val c = changed
         if (c != null) c.add(key)
@@ -228,7 +239,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     if ((compacted ne set) && entries.replace(key, set, compacted)) {
       if (changed != null) {
         changedSwap.readLock().lock()
-        try { val c = changed; if (c != null) c.add(key) } finally changedSwap.readLock().unlock()
+        try { val c = changed; if (c != null) c.add(key) }
+        finally changedSwap.readLock().unlock()
       }
       account(key, set, compacted, set.size - compacted.size)
     }
@@ -243,19 +255,22 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
    */
   def sweep(maxEntries: Int, horizon: Long): Int = {
     if (horizon == Long.MinValue || !sweepLock.tryLock()) 0
-    else try {
-      var examined = 0
-      var restarted = false
-      while (examined < maxEntries && !(restarted && (sweepCursor == null || !sweepCursor.hasNext))) {
-        if (sweepCursor == null || !sweepCursor.hasNext) { sweepCursor = entries.entrySet().iterator(); restarted = true }
-        if (sweepCursor.hasNext) {
-          val e = sweepCursor.next()
-          compactEntry(e.getKey, e.getValue, horizon)
-          examined += 1
+    else
+      try {
+        var examined = 0
+        var restarted = false
+        while (examined < maxEntries && !(restarted && (sweepCursor == null || !sweepCursor.hasNext))) {
+          if (sweepCursor == null || !sweepCursor.hasNext) {
+            sweepCursor = entries.entrySet().iterator(); restarted = true
+          }
+          if (sweepCursor.hasNext) {
+            val e = sweepCursor.next()
+            compactEntry(e.getKey, e.getValue, horizon)
+            examined += 1
+          }
         }
-      }
-      examined
-    } finally sweepLock.unlock()
+        examined
+      } finally sweepLock.unlock()
   }
 
   /** Puts a restored entry (from a snapshot); only before the partition is in use. */
@@ -297,8 +312,10 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   def stagedCount: Int = staged.size
   def stagedBytes: Long = staged.bytes
   def keyCount: Int = entries.size
+
   /** Estimated heap bytes of the applied entries (see [[MemoryEstimate]]). */
   def bytesHeld: Long = heldBytes.get()
+
   /** Raw bytes of keys, timestamps and values applied. */
   def rawBytes: Long = rawHeld.get()
   def pairCount: Long = pairs.get()
@@ -336,7 +353,8 @@ object StatePartition {
   // Split points of `order` at bin-run boundaries, so every key's chain lies in one segment.
   private def segments(order: Array[Long], ready: StagedUpdates): Array[Int] = {
     val n = order.length
-    val parts = if (n < ParallelThreshold) 1 else math.min(ForkJoinPool.getCommonPoolParallelism * 4, n / (ParallelThreshold / 4))
+    val parts =
+      if (n < ParallelThreshold) 1 else math.min(ForkJoinPool.getCommonPoolParallelism * 4, n / (ParallelThreshold / 4))
     val cuts = ArrayBuffer(0)
     var s = 1
     while (s < parts) {

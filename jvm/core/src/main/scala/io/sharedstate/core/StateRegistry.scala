@@ -15,11 +15,13 @@ final class StateRegistry {
    * from a durable log); if `init` fails, nothing is registered.
    */
   def create(spec: StateSpec, init: State => Unit): State = {
-    val state = states.computeIfAbsent(spec.name, _ => {
-      val s = new State(spec)
-      try init(s) catch { case e: Throwable => s.close(); throw e }
-      s
-    })
+    val state = states.computeIfAbsent(spec.name,
+      _ => {
+        val s = new State(spec)
+        try init(s)
+        catch { case e: Throwable => s.close(); throw e }
+        s
+      })
     if (state.spec != spec) {
       throw new SharedStateException(s"State '${spec.name}' already exists with a different definition: " +
         s"${describe(state.spec)}; asked for ${describe(spec)}. Drop it first or use State.get.")

@@ -11,7 +11,9 @@ final class StateReplay(state: State) {
   private var done = false
 
   // Each step returns the updates it rejected (as the live step handed them to the journal).
-  def registered(writer: String, frontier: Long): Seq[RejectedUpdate] = { check(); state.replayRegistered(writer, frontier) }
+  def registered(writer: String, frontier: Long): Seq[RejectedUpdate] = {
+    check(); state.replayRegistered(writer, frontier)
+  }
 
   def committed(writer: String, epoch: Long, updateProgress: Long, writerProgress: Long, finish: Boolean,
       tasks: Seq[UpdateBatch]): Seq[RejectedUpdate] = {

@@ -20,7 +20,8 @@ final class UpdateBatch {
     if (key == null || value == null) throw new SharedStateException(
       "UpdateBatch.add needs a key and a value row; reject rows with a null key through UpdateBatch.reject.")
     if (n == timeArr.length) {
-      keyArr = Arrays.copyOf(keyArr, n * 2); timeArr = Arrays.copyOf(timeArr, n * 2); valueArr = Arrays.copyOf(valueArr, n * 2)
+      keyArr = Arrays.copyOf(keyArr, n * 2); timeArr = Arrays.copyOf(timeArr, n * 2);
+      valueArr = Arrays.copyOf(valueArr, n * 2)
     }
     keyArr(n) = key; timeArr(n) = time; valueArr(n) = value
     n += 1
@@ -40,11 +41,14 @@ final class UpdateBatch {
   private[core] def values(i: Int): Array[Byte] = valueArr(i)
 
   def size: Int = n
+
   /** The rows the task rejected itself (a null key or time), in the order they came. */
   def rejectedRows: Seq[RejectedUpdate] = rejected.toSeq
   def rejectedCount: Int = rejected.length
+
   /** Estimated bytes this batch holds while staged. */
   def bytes: Long = byteCount
+
   /** Largest event time among accepted rows, or -infinity when there is none. */
   def maxEventTime: Long = maxTime
 }

@@ -22,6 +22,7 @@ final class ValueSet private (
   def valueAt(i: Int): Array[Byte] = Arrays.copyOfRange(data, valueOffset(i), ends(i))
   def valueOffset(i: Int): Int = if (i == 0) 0 else ends(i - 1)
   def valueLength(i: Int): Int = ends(i) - valueOffset(i)
+
   /** The packed value bytes, to read value i in place at [valueOffset(i), valueOffset(i) + valueLength(i)). */
   def packedValues: Array[Byte] = data
 
@@ -155,7 +156,8 @@ object ValueSet {
       new ValueSet(
         if (times.length == n) times else Arrays.copyOf(times, n),
         if (ends.length == n) ends else Arrays.copyOf(ends, n),
-        if (data.length == used) data else Arrays.copyOf(data, used))
+        if (data.length == used) data else Arrays.copyOf(data, used)
+      )
     }
   }
 }

@@ -68,7 +68,8 @@ class ChangeFeedSuite extends AnyFunSuite {
       out.updateProgress
     }
 
-    def expected(from: Long, until: Long): Seq[Pair] = oracleOrder(accepted.filter(p => p.time >= from && p.time < until))
+    def expected(from: Long, until: Long): Seq[Pair] =
+      oracleOrder(accepted.filter(p => p.time >= from && p.time < until))
   }
 
   /** A consumer that reads its subscription in batches [done, completeThrough) and commits them. */
@@ -150,7 +151,8 @@ class ChangeFeedSuite extends AnyFunSuite {
     assert(s.hasChangeFeed)
     b.close()
     assert(!s.hasChangeFeed)
-    assert(intercept[SharedStateException](s.changeSubscription(b.id)).getMessage.contains("no open change subscription"))
+    assert(
+      intercept[SharedStateException](s.changeSubscription(b.id)).getMessage.contains("no open change subscription"))
     (1 to 5).foreach(_ => work.step(s))
     val c = new Consumer(s.subscribeChanges(EventTime.MinusInfinity)) // a new feed, seamed on a scan again
     (1 to 5).foreach(_ => work.step(s))
@@ -193,49 +195,55 @@ class ChangeFeedSuite extends AnyFunSuite {
     val tailGot = ArrayBuffer.empty[Pair]
     val writersDone = new CountDownLatch(writers)
     pool.submit(new Runnable {
-      def run(): Unit = try {
-        start.await()
-        var done = EventTime.MinusInfinity
-        while (writersDone.getCount > 0 || done < s.updateProgress) {
-          val until = tail.awaitBeyond(done, 20)
-          if (until > done) {
-            tailGot ++= tail.changes(done, until).map(pairOf)
-            tail.commit(until)
-            done = until
+      def run(): Unit =
+        try {
+          start.await()
+          var done = EventTime.MinusInfinity
+          while (writersDone.getCount > 0 || done < s.updateProgress) {
+            val until = tail.awaitBeyond(done, 20)
+            if (until > done) {
+              tailGot ++= tail.changes(done, until).map(pairOf)
+              tail.commit(until)
+              done = until
+            }
           }
-        }
-      } catch { case e: Throwable => failure.compareAndSet(null, e) }
+        } catch { case e: Throwable => failure.compareAndSet(null, e) }
     })
     // A subscription opened while commits run, from earliest: its seam lands wherever U is then.
     val lateJoin = new AtomicReference[ChangeSubscription]()
     pool.submit(new Runnable {
-      def run(): Unit = try { start.await(); Thread.sleep(30); lateJoin.set(s.subscribeChanges(EventTime.MinusInfinity)) }
-      catch { case e: Throwable => failure.compareAndSet(null, e) }
+      def run(): Unit =
+        try { start.await(); Thread.sleep(30); lateJoin.set(s.subscribeChanges(EventTime.MinusInfinity)) }
+        catch { case e: Throwable => failure.compareAndSet(null, e) }
     })
     for (w <- 0 until writers) pool.submit(new Runnable {
-      def run(): Unit = try {
-        val rnd = new Random(100 + w)
-        start.await()
-        var progress = 0L
-        for (e <- 0 until rounds) {
-          val b = new UpdateBatch
-          val base = math.max(progress, s.updateProgress)
-          for (i <- 0 until rnd.nextInt(60)) {
-            // Keys are per writer and time, so (key, time) pairs are distinct across writers.
-            val p = Pair(s"w$w-k${rnd.nextInt(40)}", base + 100 + i * 7 + rnd.nextInt(5), s"w$w-e$e")
-            b.add(p.key.getBytes("UTF-8"), p.time, p.value.getBytes("UTF-8"))
+      def run(): Unit =
+        try {
+          val rnd = new Random(100 + w)
+          start.await()
+          var progress = 0L
+          for (e <- 0 until rounds) {
+            val b = new UpdateBatch
+            val base = math.max(progress, s.updateProgress)
+            for (i <- 0 until rnd.nextInt(60)) {
+              // Keys are per writer and time, so (key, time) pairs are distinct across writers.
+              val p = Pair(s"w$w-k${rnd.nextInt(40)}", base + 100 + i * 7 + rnd.nextInt(5), s"w$w-e$e")
+              b.add(p.key.getBytes("UTF-8"), p.time, p.value.getBytes("UTF-8"))
+            }
+            // Two tasks; a key's pairs are in one task, so arrival order does not matter (times are distinct).
+            s.stage(s"w$w", e, 0, b)
+            progress = base + rnd.nextInt(50)
+            val out = s.commitEpoch(s"w$w", e, progress)
+            assert(out.rejected == 0)
+            var i = 0
+            while (i < b.size) {
+              accepted.add(Pair(new String(b.keyAt(i), "UTF-8"), b.timeAt(i), new String(b.valueAt(i), "UTF-8")));
+              i += 1
+            }
           }
-          // Two tasks; a key's pairs are in one task, so arrival order does not matter (times are distinct).
-          s.stage(s"w$w", e, 0, b)
-          progress = base + rnd.nextInt(50)
-          val out = s.commitEpoch(s"w$w", e, progress)
-          assert(out.rejected == 0)
-          var i = 0
-          while (i < b.size) { accepted.add(Pair(new String(b.keyAt(i), "UTF-8"), b.timeAt(i), new String(b.valueAt(i), "UTF-8"))); i += 1 }
-        }
-        s.finishWriter(s"w$w")
-      } catch { case e: Throwable => failure.compareAndSet(null, e) }
-      finally writersDone.countDown()
+          s.finishWriter(s"w$w")
+        } catch { case e: Throwable => failure.compareAndSet(null, e) }
+        finally writersDone.countDown()
     })
     start.countDown()
     assert(writersDone.await(120, TimeUnit.SECONDS), "writers finished (a commit never waits for a reader)")
@@ -257,6 +265,7 @@ class ChangeFeedSuite extends AnyFunSuite {
 }
 
 object ChangeFeedSuite {
+
   /** A change as the oracle sees it. */
   final case class Pair(key: String, time: Long, value: String)
 }

@@ -20,8 +20,10 @@ import scala.util.Random
 class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   import EngineModelPropertySuite._
 
-  private val runs = sys.props.get("sharedstate.model.runs").orElse(sys.env.get("SHAREDSTATE_MODEL_RUNS")).map(_.toInt).getOrElse(200)
-  implicit override val generatorDrivenConfig: PropertyCheckConfiguration = PropertyCheckConfiguration(minSuccessful = org.scalactic.anyvals.PosInt.from(runs).get)
+  private val runs =
+    sys.props.get("sharedstate.model.runs").orElse(sys.env.get("SHAREDSTATE_MODEL_RUNS")).map(_.toInt).getOrElse(200)
+  implicit override val generatorDrivenConfig: PropertyCheckConfiguration =
+    PropertyCheckConfiguration(minSuccessful = org.scalactic.anyvals.PosInt.from(runs).get)
 
   UpdateRule.register("concat_model", t => new ConcatRule(t))
 
@@ -61,7 +63,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       set.toSeq
     }
     def encode(v: Any) = BinaryRow.encode(ValueType.parse(ddl), Array(v.asInstanceOf[Seq[String]].toArray[AnyRef]))
-    def decode(b: Array[Byte]) = BinaryRow.decode(ValueType.parse(ddl), b)(0).asInstanceOf[Array[AnyRef]].toSeq.map(_.toString)
+    def decode(b: Array[Byte]) =
+      BinaryRow.decode(ValueType.parse(ddl), b)(0).asInstanceOf[Array[AnyRef]].toSeq.map(_.toString)
     def gen(rnd: Random) = Seq.fill(1 + rnd.nextInt(2))((if (rnd.nextInt(3) == 0) "-" else "+") + s"e${rnd.nextInt(4)}")
   }
 
@@ -76,7 +79,9 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
     var late = 0
     private def joinAt(p: Long) = if (EventTime.isFinite(p)) p else EventTime.MinusInfinity
     def registerWriter(w: String): Unit = { if (!writers.contains(w)) writers(w) = joinAt(u); publish() }
-    def registerReader(r: String): Unit = { if (!readers.contains(r)) readers(r) = joinAt(f); f = math.max(f, readers.values.min) }
+    def registerReader(r: String): Unit = {
+      if (!readers.contains(r)) readers(r) = joinAt(f); f = math.max(f, readers.values.min)
+    }
     def reportF(r: String, p: Long): Unit = { readers(r) = p; f = math.max(f, readers.values.min) }
     def publish(): Unit = if (writers.nonEmpty) u = math.max(u, writers.values.min)
     def commit(w: String, rows: Seq[(String, Long, Any)], p: Long): Unit = {
@@ -85,6 +90,7 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       writers(w) = math.max(writers(w), p)
       publish()
     }
+
     /** Pairs of `key` as applied now: updates below U folded in (time, arrival) order. */
     def pairs(key: String): Seq[(Long, Any)] = {
       val out = mutable.TreeMap.empty[Long, Any]
@@ -95,7 +101,6 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       out.toSeq
     }
   }
-
 
   private def modelAnswer(m: Model, rule: ModelRule, key: String, t: Long, ask: Ask): Any = {
     val ps = m.pairs(key)
@@ -118,10 +123,10 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
     case FetchAnswer.Found(t, v) => (t, rule.decode(v))
     case p: FetchAnswer.Pairs => p.times.toSeq.zip(p.values.toSeq.map(rule.decode))
     case FetchAnswer.Aggregate(row, rt, _) => BinaryRow.decode(rt, row).toSeq.map {
-      case arr: Array[AnyRef] => arr.toSeq.map { case l: java.lang.Long => l.longValue; case o => o }
-      case l: java.lang.Long => l.longValue
-      case o => o
-    }
+        case arr: Array[AnyRef] => arr.toSeq.map { case l: java.lang.Long => l.longValue; case o => o }
+        case l: java.lang.Long => l.longValue
+        case o => o
+      }
   }
 
   test("engine answers equal the reference model on random interleavings of every operation") {
@@ -130,7 +135,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       val rnd = new Random(seed)
       val rule = Seq(Replace, Concat, Sum, Append)(rnd.nextInt(4))
       val compaction = if (rnd.nextInt(4) == 0) "none" else "keep_latest"
-      val state = new State(StateSpec("s", "k STRING", rule.ddl, 1 + rnd.nextInt(4), rule.name, compaction = compaction))
+      val state =
+        new State(StateSpec("s", "k STRING", rule.ddl, 1 + rnd.nextInt(4), rule.name, compaction = compaction))
       val model = new Model(rule)
       val writers = Seq("w0", "w1", "w2").take(1 + rnd.nextInt(3))
       val readers = Seq("r0", "r1")
@@ -140,7 +146,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       val keys = Seq("a", "b", "c")
       val pending = mutable.ArrayBuffer.empty[(FetchRequest, Ask, CompletableFuture[FetchAnswer], String)]
       val pendingModel = mutable.Map.empty[CompletableFuture[FetchAnswer], Any]
-      def ctx = s"seed=$seed rule=${rule.name} compaction=$compaction U=${state.updateProgress} F=${state.fetchProgress}"
+      def ctx =
+        s"seed=$seed rule=${rule.name} compaction=$compaction U=${state.updateProgress} F=${state.fetchProgress}"
 
       def randomAsk(t: Long): Ask = rnd.nextInt(6) match {
         case 0 | 1 | 2 => Latest
@@ -162,7 +169,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       // Pending fetches answered by the last progress change, in the model.
       def settlePending(): Unit = pending.foreach { case (req, ask, fut, key) =>
         if (!pendingModel.contains(fut) && req.replyTime < model.u) {
-          pendingModel(fut) = if (ask.lower(req.time) < model.f) "below F" else modelAnswer(model, rule, key, req.time, ask)
+          pendingModel(fut) =
+            if (ask.lower(req.time) < model.f) "below F" else modelAnswer(model, rule, key, req.time, ask)
         }
       }
 
@@ -177,7 +185,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
             val w = writers(rnd.nextInt(writers.size))
             if (model.writers.contains(w)) {
               val task = rnd.nextInt(3)
-              val rows = Seq.fill(rnd.nextInt(4))((keys(rnd.nextInt(keys.size)), maxSeen(w) - 20 + rnd.nextInt(40).toLong, rule.gen(rnd)))
+              val rows = Seq.fill(rnd.nextInt(4))((keys(rnd.nextInt(keys.size)),
+                  maxSeen(w) - 20 + rnd.nextInt(40).toLong, rule.gen(rnd)))
               val b = new UpdateBatch
               rows.foreach { case (k, t, v) => b.add(k.getBytes, t, rule.encode(v)) }
               state.stage(w, nextEpoch(w), task, b) // a retried task replaces its rows
@@ -204,7 +213,8 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
             val r = readers(rnd.nextInt(readers.size))
             if (model.readers.contains(r)) {
               // F follows U closely (as a fetch query's watermark does), so compaction has work to do
-              val near = if (EventTime.isFinite(model.u)) model.u - rnd.nextInt(25) else maxSeen.values.maxOption.getOrElse(0L) - 40
+              val near = if (EventTime.isFinite(model.u)) model.u - rnd.nextInt(25)
+              else maxSeen.values.maxOption.getOrElse(0L) - 40
               val to = math.max(model.readers(r), near)
               state.reportFetchProgress(r, to); model.reportF(r, to)
             }
@@ -229,9 +239,11 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
               if (ask.lower(t) < model.f) "below F"
               else if (req.replyTime >= model.u) "not yet"
               else modelAnswer(model, rule, key, t, ask)
-            val got = try engineAnswer(rule, state.fetch(req)) catch {
-              case e: SharedStateException if e.getMessage.contains("below its fetch progress") => "below F"
-            }
+            val got =
+              try engineAnswer(rule, state.fetch(req))
+              catch {
+                case e: SharedStateException if e.getMessage.contains("below its fetch progress") => "below F"
+              }
             assert(got == expected, s"fetch $ask of $key at $t ($mode) $ctx")
         }
         assert(state.updateProgress == model.u, ctx)
@@ -242,9 +254,12 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
           case None => assert(!fut.isDone, s"pending $ask at ${req.time} answered before U passed it; $ctx")
           case Some(want) =>
             assert(fut.isDone, s"pending $ask at ${req.time} not answered; $ctx")
-            val got = try engineAnswer(rule, fut.get()) catch {
-              case e: java.util.concurrent.ExecutionException if e.getCause.getMessage.contains("below its fetch progress") => "below F"
-            }
+            val got =
+              try engineAnswer(rule, fut.get())
+              catch {
+                case e: java.util.concurrent.ExecutionException
+                    if e.getCause.getMessage.contains("below its fetch progress") => "below F"
+              }
             assert(got == want, s"pending $ask of $key at ${req.time} (${req.mode}) $ctx")
         }
       }
@@ -253,16 +268,19 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       // The accounting matches a full scan of what is held.
       var raw = 0L
       var pairCount = 0L
-      (0 until state.partitionCount).foreach(i => state.partition(i).foreachEntry { (k, set) =>
-        raw += k.bytes.length + set.payloadBytes; pairCount += set.size
-      })
+      (0 until state.partitionCount).foreach(i =>
+        state.partition(i).foreachEntry { (k, set) =>
+          raw += k.bytes.length + set.payloadBytes; pairCount += set.size
+        })
       assert(state.metrics.rawBytes == raw && state.metrics.pairs == pairCount, ctx)
     }
-    assert(compactedTotal >= runs / 2, s"compaction dropped only $compactedTotal pairs over $runs runs: the generator is too tame")
+    assert(compactedTotal >= runs / 2,
+      s"compaction dropped only $compactedTotal pairs over $runs runs: the generator is too tame")
   }
 }
 
 object EngineModelPropertySuite {
+
   /** Which fetch rule a random fetch uses. */
   sealed trait Ask { def lower(t: Long): Long }
   case object Latest extends Ask { def lower(t: Long) = t }

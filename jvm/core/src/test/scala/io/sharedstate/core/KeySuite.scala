@@ -6,7 +6,8 @@ import scala.util.Random
 
 /** Key equality is byte equality, whatever the inline head words make fast. */
 class KeySuite extends AnyFunSuite {
-  private def bytes(r: Random, n: Int): Array[Byte] = Array.fill(n)((r.nextInt(3) - 1).toByte) // few values: near misses
+  private def bytes(r: Random, n: Int): Array[Byte] =
+    Array.fill(n)((r.nextInt(3) - 1).toByte) // few values: near misses
 
   test("keys are equal exactly when their bytes are, for every length around the inline 16 bytes") {
     val r = new Random(11)

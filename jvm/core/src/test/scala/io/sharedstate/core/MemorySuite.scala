@@ -26,7 +26,8 @@ class MemorySuite extends AnyFunSuite {
     s.reportFetchProgress("r", 3500)
     s.compactionStep(1000)
     val after = s.metrics
-    assert(after.pairs == 200 && after.pairsCompacted == 300, "keep_latest: one pair below F per key, plus the pairs at or after F")
+    assert(after.pairs == 200 && after.pairsCompacted == 300,
+      "keep_latest: one pair below F per key, plus the pairs at or after F")
     assert(after.rawBytes == raw - 300L * 108)
   }
 
@@ -41,6 +42,6 @@ class MemorySuite extends AnyFunSuite {
     assert(s.metrics.updatesStaged == before.updatesStaged && s.metrics.bytesHeld == before.bytesHeld)
     s.stage("w", 1, 0, batch(10, from = 2000)) // a smaller batch still fits
     assert(intercept[SharedStateException](StateSpec("x", "k STRING", "v STRING", 1, "replace", memoryLimitBytes = -1))
-      .getMessage.contains("memoryLimitBytes must be >= 0"))
+        .getMessage.contains("memoryLimitBytes must be >= 0"))
   }
 }

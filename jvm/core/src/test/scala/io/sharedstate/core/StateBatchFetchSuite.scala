@@ -29,7 +29,9 @@ class StateBatchFetchSuite extends AnyFunSuite {
     state.registerReader("r")
     (0 until 5).foreach { epoch =>
       val b = new UpdateBatch
-      (0 until keys).foreach { k => if (rnd.nextInt(3) > 0) b.add(row(k.toLong), epoch * 200L + rnd.nextInt(200), row(rnd.nextLong())) }
+      (0 until keys).foreach { k =>
+        if (rnd.nextInt(3) > 0) b.add(row(k.toLong), epoch * 200L + rnd.nextInt(200), row(rnd.nextLong()))
+      }
       state.stage("w", epoch, 0, b)
       state.commitEpoch("w", epoch, (epoch + 1) * 200L)
     }
@@ -53,7 +55,8 @@ class StateBatchFetchSuite extends AnyFunSuite {
     (1 to 20).foreach { seed =>
       val rnd = new Random(seed)
       val state = loaded(seed, keys = 40)
-      val n = Seq(0, 1, State.FetchGroup - 1, State.FetchGroup, State.FetchGroup + 1, 5 * State.FetchGroup + 7)(seed % 6)
+      val n =
+        Seq(0, 1, State.FetchGroup - 1, State.FetchGroup, State.FetchGroup + 1, 5 * State.FetchGroup + 7)(seed % 6)
       val requests = randomRequests(state, rnd, n, keys = 40)
       val batched = state.fetch(requests).map(show).toSeq
       val alone = requests.map(r => show(state.fetch(r))).toSeq
@@ -69,7 +72,8 @@ class StateBatchFetchSuite extends AnyFunSuite {
     val state = new State(StateSpec("oracle", "k BIGINT", "v BIGINT", 2, "replace"))
     state.registerWriter("w")
     val rnd = new Random(7)
-    val history = (0 until 2000).map(_ => (rnd.nextInt(100), rnd.nextInt(1000).toLong, rnd.nextLong())).distinctBy(h => (h._1, h._2))
+    val history = (0 until 2000).map(_ => (rnd.nextInt(100), rnd.nextInt(1000).toLong, rnd.nextLong())).distinctBy(h =>
+      (h._1, h._2))
     val b = new UpdateBatch
     rnd.shuffle(history).foreach { case (k, t, v) => b.add(row(k.toLong), t, row(v)) }
     state.stage("w", 0, 0, b)

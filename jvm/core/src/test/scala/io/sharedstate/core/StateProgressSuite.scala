@@ -33,7 +33,8 @@ class StateProgressSuite extends AnyFunSuite {
     s.commitEpoch("a", 0, 100)
     s.finishWriter("a")
     assert(s.updateProgress == EventTime.PlusInfinity)
-    assert(s.fetchLatest(new Key("x".getBytes), 1000).isInstanceOf[FetchAnswer.Found], "the update at 500 applied at +inf")
+    assert(s.fetchLatest(new Key("x".getBytes), 1000).isInstanceOf[FetchAnswer.Found],
+      "the update at 500 applied at +inf")
     s.registerWriter("b")
     assert(s.updateProgress == 100, "reopened at the last finite U")
     s.stage("b", 0, 0, batch("x" -> 50, "x" -> 150))
@@ -52,7 +53,8 @@ class StateProgressSuite extends AnyFunSuite {
     s.reportFetchProgress("r2", 90)
     s.reportFetchProgress("r1", 70)
     assert(s.fetchProgress == 70)
-    assert(intercept[SharedStateException](s.reportFetchProgress("r1", 60)).getMessage.contains("fetch progress of 'r1' cannot go back"))
+    assert(intercept[SharedStateException](s.reportFetchProgress("r1", 60)).getMessage.contains(
+        "fetch progress of 'r1' cannot go back"))
     s.finishReader("r1")
     assert(s.fetchProgress == 90)
     s.finishReader("r2")
@@ -74,6 +76,6 @@ class StateProgressSuite extends AnyFunSuite {
     s.commitEpoch("w", 1, 200)
     assert(s.fetchLatest(new Key("k".getBytes), 199).isInstanceOf[FetchAnswer.Found])
     assert(intercept[SharedStateException](StateSpec("x", "k STRING", "v STRING", 1, "replace", lateness = "drop"))
-      .getMessage.contains("unknown lateness policy 'drop'"))
+        .getMessage.contains("unknown lateness policy 'drop'"))
   }
 }

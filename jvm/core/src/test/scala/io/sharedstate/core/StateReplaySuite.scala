@@ -34,7 +34,7 @@ class StateReplaySuite extends AnyFunSuite {
     events.foreach {
       case Registered(w, f) => r.registered(w, f)
       case Committed(c) => r.committed(c.writer, c.epoch, c.updateProgress, c.writerProgress, c.finish,
-        c.payload.asInstanceOf[Seq[UpdateBatch]])
+          c.payload.asInstanceOf[Seq[UpdateBatch]])
       case Finished(w) => r.finished(w)
       case Deregistered(w) => r.deregistered(w)
     }
@@ -44,15 +44,18 @@ class StateReplaySuite extends AnyFunSuite {
 
   private def entries(s: State): Map[String, Seq[(Long, String)]] = {
     val out = Map.newBuilder[String, Seq[(Long, String)]]
-    (0 until s.partitionCount).foreach(p => s.partition(p).foreachEntry { (k, set) =>
-      out += new String(k.bytes, "UTF-8") -> (0 until set.size).map(i => set.timeAt(i) -> new String(set.valueAt(i), "UTF-8"))
-    })
+    (0 until s.partitionCount).foreach(p =>
+      s.partition(p).foreachEntry { (k, set) =>
+        out += new String(k.bytes, "UTF-8") -> (0 until set.size).map(i =>
+          set.timeAt(i) -> new String(set.valueAt(i), "UTF-8"))
+      })
     out.result()
   }
 
   private def rejected(s: State): Seq[(String, java.lang.Long, String, String, String, Long, Long)] =
-    s.rejectedUpdates.map(r => (Option(r.key).map(new String(_, "UTF-8")).orNull, r.time, new String(r.value, "UTF-8"),
-      r.reason, r.writer, r.epoch, r.updateProgressAtArrival)).sortBy(_.toString)
+    s.rejectedUpdates.map(r =>
+      (Option(r.key).map(new String(_, "UTF-8")).orNull, r.time, new String(r.value, "UTF-8"),
+        r.reason, r.writer, r.epoch, r.updateProgressAtArrival)).sortBy(_.toString)
 
   test("random epochs of two writers with late updates and ties replay to the same State") {
     (1 to 20).foreach { seed =>
@@ -70,9 +73,11 @@ class StateReplaySuite extends AnyFunSuite {
           val b = new UpdateBatch
           (0 until rnd.nextInt(6)).foreach { i =>
             // Times around the writer's progress, so some are late; few keys and times, so ties happen.
-            b.add(bytes(s"k${rnd.nextInt(5)}"), progress(w) - 20 + rnd.nextInt(60), bytes(s"s$seed-w$w-e${epochs(w)}-t$task-$i"))
+            b.add(bytes(s"k${rnd.nextInt(5)}"), progress(w) - 20 + rnd.nextInt(60),
+              bytes(s"s$seed-w$w-e${epochs(w)}-t$task-$i"))
           }
-          if (rnd.nextInt(5) == 0) b.reject(RejectedUpdate(null, 1L, bytes("nokey"), RejectedUpdate.NullKey, "", 0L, 0L))
+          if (rnd.nextInt(5) == 0)
+            b.reject(RejectedUpdate(null, 1L, bytes("nokey"), RejectedUpdate.NullKey, "", 0L, 0L))
           s.stage(writers(w), epochs(w), task, b)
           b
         }

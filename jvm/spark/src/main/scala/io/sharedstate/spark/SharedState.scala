@@ -19,6 +19,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
  * }}}
  */
 object SharedState {
+
   /**
    * Creates a State, or returns the existing one if it has exactly this definition. With a root
    * (`root`, else `spark.sharedstate.root`) the State is durable: its Delta tables live under
@@ -74,7 +75,8 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
 
   /** The change stream (see [[ChangeMicroBatchStream]]): `earliest` or `latest`. */
   def changes(startingOffsets: String = ReadOptions.Earliest): DataFrame =
-    spark.readStream.format("sharedstate").option("state", name).option(ReadOptions.StartingOffsets, startingOffsets).load()
+    spark.readStream.format("sharedstate").option("state", name).option(ReadOptions.StartingOffsets, startingOffsets)
+      .load()
 
   /** See [[FetchJoin]]. */
   def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",

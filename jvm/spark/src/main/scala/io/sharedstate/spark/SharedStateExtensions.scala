@@ -19,10 +19,13 @@ final class SharedStateExtensions extends SparkSessionExtensionsProvider {
     extensions.injectCheckRule(_ => StreamingWriteCheck)
     extensions.injectPlannerStrategy(_ => FetchJoinStrategy)
     extensions.injectFunction((
-      FunctionIdentifier(SharedStateFetchExpression.Name),
-      new ExpressionInfo(classOf[SharedStateFetchExpression].getName, SharedStateFetchExpression.Name,
-        "_FUNC_(state, key, time) - the read-committed latest value of a State at time, as a struct " +
-          "of its value columns and <state>_time; null when the key had no value then."),
-      SharedStateFetchExpression.build _))
+        FunctionIdentifier(SharedStateFetchExpression.Name),
+        new ExpressionInfo(
+          classOf[SharedStateFetchExpression].getName,
+          SharedStateFetchExpression.Name,
+          "_FUNC_(state, key, time) - the read-committed latest value of a State at time, as a struct " +
+            "of its value columns and <state>_time; null when the key had no value then."
+        ),
+        SharedStateFetchExpression.build _))
   }
 }

@@ -22,7 +22,7 @@ import scala.jdk.CollectionConverters._
  * give the State as of a time (`asOf`), or its rejected and late updates (`table` = `rejected`).
  */
 final case class SharedStateTable(options: CaseInsensitiveStringMap)
-  extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
+    extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
 
   private val state: StateController = Coordinator.get.state(UpdateOptions.stateName(options))
   private val schemas = StateSchemas.of(state.spec)
@@ -38,9 +38,13 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
   override def schema(): StructType = ReadOptions.parse(options, schemas).schema
 
   override def capabilities(): util.Set[TableCapability] = Set(
-    TableCapability.STREAMING_WRITE, TableCapability.BATCH_WRITE, TableCapability.BATCH_READ,
-    TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ,
-    TableCapability.ACCEPT_ANY_SCHEMA).asJava
+    TableCapability.STREAMING_WRITE,
+    TableCapability.BATCH_WRITE,
+    TableCapability.BATCH_READ,
+    TableCapability.MICRO_BATCH_READ,
+    TableCapability.CONTINUOUS_READ,
+    TableCapability.ACCEPT_ANY_SCHEMA
+  ).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec)
@@ -73,7 +77,8 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
       "pendingFetches" -> m.pendingFetches.toString,
       "pairsCompacted" -> m.pairsCompacted.toString,
       "stateKeys" -> m.keys.toString,
-      "stateBytes" -> m.bytesHeld.toString) ++
+      "stateBytes" -> m.bytesHeld.toString
+    ) ++
       own.map { case (accepted, rejected) =>
         Map("updatesAccepted" -> accepted.toString, "updatesRejected" -> rejected.toString)
       }.getOrElse(Map.empty)).asJava

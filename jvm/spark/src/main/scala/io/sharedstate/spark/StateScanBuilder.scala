@@ -1,7 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.spark.changes.{ChangeContinuousStream, ChangeMicroBatchStream}
-import io.sharedstate.spark.cluster.{StateController, StateClient}
+import io.sharedstate.spark.cluster.{StateClient, StateController}
 import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.changes.ProgressTickStream
@@ -11,7 +11,14 @@ import io.sharedstate.spark.rows.{StateSchemas, StoredPairs}
 import io.sharedstate.core.RejectedUpdate
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReader, PartitionReaderFactory, Scan, ScanBuilder}
+import org.apache.spark.sql.connector.read.{
+  Batch,
+  InputPartition,
+  PartitionReader,
+  PartitionReaderFactory,
+  Scan,
+  ScanBuilder
+}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.types.StructType
 
@@ -19,12 +26,15 @@ import org.apache.spark.sql.types.StructType
  * One input partition per State partition, preferring the executor that owns it (read there, the
  * scan is a local call; anywhere else it is one RPC to the owner). The rejected table is one partition.
  */
-private[sharedstate] final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions, host: Option[String],
-    durableRejected: Option[Seq[RejectedUpdate]] = None, durablePairs: Option[StoredPairs] = None) extends InputPartition {
+private[sharedstate] final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions,
+    host: Option[String],
+    durableRejected: Option[Seq[RejectedUpdate]] = None, durablePairs: Option[StoredPairs] = None)
+    extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
-private[sharedstate] final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions) extends ScanBuilder {
+private[sharedstate] final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions)
+    extends ScanBuilder {
   override def build(): Scan = new Scan with Batch {
     override def readSchema(): StructType = read.schema
     override def description(): String = s"sharedstate ${state.name} table=${read.table}"
@@ -50,8 +60,8 @@ private[sharedstate] final class StateScanBuilder(state: StateController, schema
         val client = StateClient.of(state.name)
         // Older than compaction lets memory answer: a durable State answers from its Delta tables.
         val fromTables = if (read.asOfMicros == io.sharedstate.core.EventTime.PlusInfinity) None
-          else DurableStates.asOfFromTables(SparkSession.active, state.spec, read.asOfMicros,
-            math.min(state.fetchProgress, state.updateProgress))
+        else DurableStates.asOfFromTables(SparkSession.active, state.spec, read.asOfMicros,
+          math.min(state.fetchProgress, state.updateProgress))
         Array.tabulate[InputPartition](state.partitionCount)(i =>
           StateInputPartition(state.name, i, read, client.preferredHost(i), durablePairs = fromTables.map(_(i))))
       }
@@ -66,11 +76,13 @@ private[sharedstate] final class StateReaderFactory(schemas: StateSchemas) exten
     val p = partition.asInstanceOf[StateInputPartition]
     val client = StateClient.of(p.stateName)
     val rows =
-      if (p.read.table == ReadOptions.RejectedTable) RejectedScan.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
+      if (p.read.table == ReadOptions.RejectedTable)
+        RejectedScan.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
       else AsOfScan.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _
-      override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true } else false
+      override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true }
+      else false
       override def get(): InternalRow = current
       override def close(): Unit = ()
     }

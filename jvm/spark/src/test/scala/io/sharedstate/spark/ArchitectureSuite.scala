@@ -51,13 +51,16 @@ class ArchitectureSuite extends AnyFunSuite {
 
   test("the compiled classes are found (the check below is not vacuous)") {
     val packages = classes.asScala.flatMap(c => packageOf(c.getPackageName)).toSet
-    assert(packages == Ranks.keySet, s"packages of the plugin: ${packages.toSeq.sorted}; ranked: ${Ranks.keySet.toSeq.sorted}")
+    assert(packages == Ranks.keySet,
+      s"packages of the plugin: ${packages.toSeq.sorted}; ranked: ${Ranks.keySet.toSeq.sorted}")
     assert(edges.size > 50)
   }
 
   test("every package depends only on lower-ranked packages (no cycle, no upward or sideways edge)") {
     val bad = edges.filter { case (from, to, _) => Ranks(to) >= Ranks(from) }
-    val byPair = bad.groupBy { case (from, to, _) => s"${if (from.isEmpty) "(root)" else from} -> ${if (to.isEmpty) "(root)" else to}" }
+    val byPair = bad.groupBy { case (from, to, _) =>
+      s"${if (from.isEmpty) "(root)" else from} -> ${if (to.isEmpty) "(root)" else to}"
+    }
     if (bad.nonEmpty) fail("dependencies against the layering:\n" + byPair.toSeq.sortBy(_._1).map { case (pair, es) =>
       s"  $pair (${es.size}): " + es.map(_._3).sorted.take(6).mkString("; ")
     }.mkString("\n"))

@@ -61,14 +61,20 @@ class ScalaFaceSuite extends AnyFunSuite with BeforeAndAfterAll {
     val random = new scala.util.Random(7)
     val updates = Seq.tabulate(300)(i => (random.nextInt(20).toLong, random.nextInt(1000).toLong, i))
     updates.toDF("k", "s", "v").selectExpr("k", "timestamp_seconds(s) AS ts", "v")
-      .write.format("sharedstate").option("state", state.name).option("key", "k").option("time", "ts").mode("append").save()
-    val events = Seq.tabulate(3 * FetchJoinTask.Chunk)(i => (i.toLong, random.nextInt(25).toLong, random.nextInt(1100).toLong))
-    val got = state.fetchJoin(events.toDF("id", "k", "s").selectExpr("id", "k", "timestamp_seconds(s) AS ts").repartition(2),
-      Seq("k"), "ts").as[(Long, Long, Timestamp, Option[Int], Option[Timestamp])].collect().map(r => r._1 -> (r._4, r._5)).toMap
+      .write.format("sharedstate").option("state", state.name).option("key", "k").option("time", "ts").mode("append")
+      .save()
+    val events =
+      Seq.tabulate(3 * FetchJoinTask.Chunk)(i => (i.toLong, random.nextInt(25).toLong, random.nextInt(1100).toLong))
+    val got =
+      state.fetchJoin(events.toDF("id", "k", "s").selectExpr("id", "k", "timestamp_seconds(s) AS ts").repartition(2),
+        Seq("k"), "ts").as[(Long, Long, Timestamp, Option[Int], Option[Timestamp])].collect().map(r =>
+        r._1 -> (r._4, r._5)).toMap
     // The oracle: per event, the update of its key with the latest time at or before the event's (ties: the last written).
     val expected = events.map { case (id, k, s) =>
       val before = updates.zipWithIndex.filter { case ((uk, us, _), _) => uk == k && us <= s }
-      id -> before.maxByOption { case ((_, us, _), i) => (us, i) }.map { case ((_, us, v), _) => (Some(v), Some(ts(us))) }
+      id -> before.maxByOption { case ((_, us, _), i) => (us, i) }.map { case ((_, us, v), _) =>
+        (Some(v), Some(ts(us)))
+      }
         .getOrElse((None, None))
     }.toMap
     assert(got === expected)

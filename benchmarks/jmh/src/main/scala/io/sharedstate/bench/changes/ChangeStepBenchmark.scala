@@ -1,6 +1,6 @@
 package io.sharedstate.bench.changes
 
-import io.sharedstate.core.{ChangeSubscription, StateSpec, UpdateBatch, State => EngineState}
+import io.sharedstate.core.{ChangeSubscription, State => EngineState, StateSpec, UpdateBatch}
 import java.util.concurrent.TimeUnit
 import org.openjdk.jmh.annotations._
 

@@ -12,6 +12,7 @@ import java.util.concurrent.ArrayBlockingQueue
  * get one queue of 65,536 * X slots, as in the paper. A full queue or an empty poll yields, in all.
  */
 sealed trait XToOnePeer {
+
   /** Runs `writers` threads of `perWriter` sends each; the calling thread reads them all. */
   def run(writers: Int, perWriter: Int): Long
 }
@@ -26,15 +27,18 @@ object XToOnePeer {
     case "disruptor" => new Disruptor(writers)
     case "arrayBlockingQueue" => new ArrayBlocking(writers)
     case other => throw new IllegalArgumentException(
-      s"impl must be nova, jctoolsMpsc, disruptor or arrayBlockingQueue, got $other")
+        s"impl must be nova, jctoolsMpsc, disruptor or arrayBlockingQueue, got $other")
   }
 
   def writerThreads(n: Int)(body: Int => Unit): Seq[Thread] =
-    (0 until n).map { i => val t = new Thread(() => body(i)); t.start(); t }
+    (0 until n).map { i =>
+      val t = new Thread(() => body(i)); t.start(); t
+    }
 }
 
 final class NovaLanes(writers: Int) extends XToOnePeer {
-  private val inbox = new Inbox[java.lang.Long](maxWriters = writers, maxRepliers = 0, laneCapacity = XToOnePeer.LaneSlots)
+  private val inbox =
+    new Inbox[java.lang.Long](maxWriters = writers, maxRepliers = 0, laneCapacity = XToOnePeer.LaneSlots)
 
   def run(writers: Int, perWriter: Int): Long = {
     val threads = XToOnePeer.writerThreads(writers) { w =>

@@ -32,7 +32,9 @@ object MergePeer {
 
   /** Runs `body(i)` for i in 0 until n in n fresh threads, plus `main` in this thread; joins all. */
   def inThreads(n: Int)(body: Int => Unit): Seq[Thread] =
-    (0 until n).map { i => val t = new Thread(() => body(i)); t.start(); t }
+    (0 until n).map { i =>
+      val t = new Thread(() => body(i)); t.start(); t
+    }
 
   def idle(): Unit = Thread.`yield`()
 }

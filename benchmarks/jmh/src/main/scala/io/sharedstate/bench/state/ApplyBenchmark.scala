@@ -13,7 +13,8 @@ import org.openjdk.jmh.annotations._
  */
 @BenchmarkMode(Array(Mode.Throughput))
 @OutputTimeUnit(TimeUnit.SECONDS)
-@Fork(value = 1, jvmArgsAppend = Array("-Xmx12g", "-XX:+UseParallelGC", "-Djava.util.concurrent.ForkJoinPool.common.parallelism=1"))
+@Fork(value = 1,
+  jvmArgsAppend = Array("-Xmx12g", "-XX:+UseParallelGC", "-Djava.util.concurrent.ForkJoinPool.common.parallelism=1"))
 @Warmup(iterations = 1)
 @Measurement(iterations = 3)
 @State(Scope.Benchmark)

@@ -20,6 +20,7 @@ object BenchData {
   val keyObjects: Array[Key] = keyBytes.map(new Key(_))
   def time(k: Int, v: Int): Long = 1000L * v + (k % 1000)
   def value(k: Int, v: Int): Array[Byte] = row(k.toLong * 31 + v)
+
   /** The values made once, so the apply benchmark measures applying rather than encoding. */
   lazy val values: Array[Array[Array[Byte]]] = Array.tabulate(versions, keys)((v, k) => value(k, v))
   private def valueOf(premade: Boolean, k: Int, v: Int) = if (premade) values(v)(k) else value(k, v)
@@ -44,12 +45,15 @@ object BenchData {
   }
 
   /** Baseline 1: a ConcurrentSkipListMap per key in a ConcurrentHashMap. */
-  def skipLists(premade: Boolean = false): java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = {
-    val m = new java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]](keys * 2)
+  def skipLists(premade: Boolean = false)
+      : java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = {
+    val m =
+      new java.util.concurrent.ConcurrentHashMap[Key, ConcurrentSkipListMap[java.lang.Long, Array[Byte]]](keys * 2)
     (0 until versions).foreach { v =>
       var k = 0
       while (k < keys) {
-        m.computeIfAbsent(new Key(keyBytes(k)), _ => new ConcurrentSkipListMap[java.lang.Long, Array[Byte]]()).put(time(k, v), valueOf(premade, k, v))
+        m.computeIfAbsent(new Key(keyBytes(k)), _ => new ConcurrentSkipListMap[java.lang.Long, Array[Byte]]()).put(
+          time(k, v), valueOf(premade, k, v))
         k += 1
       }
     }
@@ -70,7 +74,8 @@ object BenchData {
     }
     def latest(k: Key, t: Long): java.util.Map.Entry[java.lang.Long, Array[Byte]] = {
       lock.lock()
-      try { val tree = map.get(k); if (tree == null) null else tree.floorEntry(t) } finally lock.unlock()
+      try { val tree = map.get(k); if (tree == null) null else tree.floorEntry(t) }
+      finally lock.unlock()
     }
   }
 

@@ -22,7 +22,8 @@ class CompactionBenchmark {
 
   private val horizon = 1000L * (BenchData.versions - 2) - 1 // below version 6's time of key 999
   private var engine: EngineState = _
-  private var skip: java.util.concurrent.ConcurrentHashMap[Key, java.util.concurrent.ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = _
+  private var skip: java.util.concurrent.ConcurrentHashMap[Key,
+    java.util.concurrent.ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = _
   private var trees: BenchData.LockedTrees = _
 
   @Setup(Level.Invocation) def load(): Unit = impl match {
@@ -52,9 +53,10 @@ class CompactionBenchmark {
       var n = 0L
       trees.lock.lock()
       try trees.map.forEach { (_, m) =>
-        val keep = m.floorKey(horizon - 1)
-        if (keep != null) { val head = m.headMap(keep); n += head.size; head.clear() }
-      } finally trees.lock.unlock()
+          val keep = m.floorKey(horizon - 1)
+          if (keep != null) { val head = m.headMap(keep); n += head.size; head.clear() }
+        }
+      finally trees.lock.unlock()
       n
   }
 }

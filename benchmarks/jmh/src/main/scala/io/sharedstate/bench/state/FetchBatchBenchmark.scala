@@ -31,7 +31,7 @@ class FetchBatchBenchmark {
     engine = BenchData.engine(8)
     val r = new scala.util.Random(42)
     requests = Array.fill(chunks)(Array.fill(chunk)(
-      FetchRequest(BenchData.keyObjects(r.nextInt(BenchData.keys)), r.nextLong(1000L * BenchData.versions))))
+        FetchRequest(BenchData.keyObjects(r.nextInt(BenchData.keys)), r.nextLong(1000L * BenchData.versions))))
   }
 
   @Benchmark @OperationsPerInvocation(4096) def fetchChunk(bh: Blackhole): Unit = {

@@ -20,7 +20,8 @@ class FetchLatestBenchmark {
   var impl: String = _
 
   private var engine: EngineState = _
-  private var skip: java.util.concurrent.ConcurrentHashMap[Key, java.util.concurrent.ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = _
+  private var skip: java.util.concurrent.ConcurrentHashMap[Key,
+    java.util.concurrent.ConcurrentSkipListMap[java.lang.Long, Array[Byte]]] = _
   private var trees: BenchData.LockedTrees = _
   private val n = 1 << 20
   private val keyIdx = new Array[Int](n)
@@ -34,7 +35,9 @@ class FetchLatestBenchmark {
       case "locked_treemap" => trees = BenchData.lockedTrees()
     }
     val r = new scala.util.Random(42)
-    (0 until n).foreach { j => keyIdx(j) = r.nextInt(BenchData.keys); times(j) = r.nextLong(1000L * BenchData.versions) }
+    (0 until n).foreach { j =>
+      keyIdx(j) = r.nextInt(BenchData.keys); times(j) = r.nextLong(1000L * BenchData.versions)
+    }
   }
 
   @Benchmark def fetchLatest(bh: Blackhole): Unit = {

@@ -23,7 +23,8 @@ private[codec] object CodecIO {
     tail.flush()
   }
 
-  def read[T](in: InputStream, magic: Array[Byte], supported: Int, what: String)(body: (DataInputStream, Int) => T): T = {
+  def read[T](in: InputStream, magic: Array[Byte], supported: Int, what: String)(body: (
+          DataInputStream, Int) => T): T = {
     val checked = new CheckedInputStream(in, new CRC32)
     val data = new DataInputStream(checked)
     try {

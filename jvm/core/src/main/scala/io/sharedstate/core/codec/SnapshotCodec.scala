@@ -32,6 +32,7 @@ final class PartitionCapture(val state: String, val partition: Int, val partitio
     val changedKeys: java.util.Set[Key])
 
 object PartitionCapture {
+
   /**
    * Captures `partition` (call under the State's commit lock). `startChain`: takes its changed keys
    * (the next delta is relative to this capture); `delta` (implies it) keeps only those keys' entries.
@@ -50,7 +51,8 @@ object PartitionCapture {
     else partition.foreachEntry((k, v) => entries += (k -> v))
     val staged = ArrayBuffer.empty[(Key, Long, Array[Byte])]
     partition.foreachStaged((k, t, v) => staged += ((k, t, v)))
-    new PartitionCapture(state, partition.id, partitionCount, updateProgress, delta, entries.toArray, staged.toArray, changed)
+    new PartitionCapture(state, partition.id, partitionCount, updateProgress, delta, entries.toArray, staged.toArray,
+      changed)
   }
 }
 
@@ -73,7 +75,8 @@ object SnapshotCodec {
   private val Delta = 1
   private val Magic = "SSSN".getBytes(US_ASCII)
 
-  def write(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, out: OutputStream): Unit =
+  def write(
+      state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, out: OutputStream): Unit =
     write(PartitionCapture.of(state, partition, partitionCount, updateProgress, delta = false), out)
 
   def write(c: PartitionCapture, out: OutputStream): Unit =
@@ -90,7 +93,9 @@ object SnapshotCodec {
         var i = 0
         while (i < set.size) { d.writeLong(set.timeAt(i)); i += 1 }
         i = 0
-        while (i < set.size) { d.writeInt(set.valueLength(i)); d.write(set.packedValues, set.valueOffset(i), set.valueLength(i)); i += 1 }
+        while (i < set.size) {
+          d.writeInt(set.valueLength(i)); d.write(set.packedValues, set.valueOffset(i), set.valueLength(i)); i += 1
+        }
       }
       d.writeInt(c.staged.length)
       c.staged.foreach { case (k, t, v) => CodecIO.writeBytes(d, k.bytes); d.writeLong(t); CodecIO.writeBytes(d, v) }

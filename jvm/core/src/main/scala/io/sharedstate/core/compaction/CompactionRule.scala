@@ -16,6 +16,7 @@ trait CompactionRule extends Serializable {
 }
 
 object CompactionRule {
+
   /** Per key, keep the newest pair older than the horizon and every pair at or after it (Nova's AdCamp rule). */
   object KeepLatest extends CompactionRule {
     val name = "keep_latest"
@@ -39,8 +40,11 @@ object CompactionRule {
     val trimmed = Option(name).map(_.trim).getOrElse("")
     if (trimmed.regionMatches(true, 0, ClassPrefix, 0, ClassPrefix.length)) {
       UserRules.instantiate[CompactionRule](trimmed.substring(ClassPrefix.length).trim, valueType, "compaction rule")
-    } else builtIn.getOrElse(trimmed.toLowerCase, throw new SharedStateException(
-      s"Unknown compaction rule '$name'. Supported: ${names.mkString(", ")}, or '${ClassPrefix}<class name>' " +
-        "for a class implementing io.sharedstate.core.compaction.CompactionRule."))
+    } else builtIn.getOrElse(
+      trimmed.toLowerCase,
+      throw new SharedStateException(
+        s"Unknown compaction rule '$name'. Supported: ${names.mkString(", ")}, or '${ClassPrefix}<class name>' " +
+          "for a class implementing io.sharedstate.core.compaction.CompactionRule.")
+    )
   }
 }

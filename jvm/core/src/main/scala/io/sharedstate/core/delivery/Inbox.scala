@@ -37,6 +37,7 @@ final class Inbox[M](
   }
   private val input = new LaneSet[M]("input", maxWriters, laneCapacity, idleRounds, burst, wake)
   private val replies = new LaneSet[M]("reply", maxRepliers, laneCapacity, idleRounds, burst, wake)
+
   /** An input message taken just before a reply showed up; it is the next input returned. */
   private var heldInput: M = _
 
@@ -54,7 +55,8 @@ final class Inbox[M](
     if (maxRepliers == 0) return input.poll()
     val reply = replies.poll()
     if (reply != null) return reply
-    val in = if (heldInput != null) { val h = heldInput; heldInput = null.asInstanceOf[M]; h } else input.poll()
+    val in = if (heldInput != null) { val h = heldInput; heldInput = null.asInstanceOf[M]; h }
+    else input.poll()
     if (in == null) return in
     // A reply sent before this input became visible must still win: look again now that we hold it.
     val late = replies.poll()
@@ -86,8 +88,10 @@ final class Inbox[M](
 }
 
 object Inbox {
+
   /** Nova's queue length for its X:1 test. */
   val DefaultLaneCapacity = 65536
+
   /** Nova's K. */
   val DefaultIdleRounds = 100
   val DefaultBurst = 256

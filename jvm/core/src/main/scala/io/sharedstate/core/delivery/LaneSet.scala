@@ -25,6 +25,7 @@ private[delivery] final class LaneSet[M](
   private val marked = new Array[Boolean](maxWriters)
   private val idle = new Array[Int](maxWriters)
   private val gotThisRound = new Array[Boolean](maxWriters)
+
   /** The marked lanes, in the order the round visits them, and their lanes (reader-local copies). */
   private val order = new Array[Int](maxWriters)
   private val orderLanes = new Array[Lane[M]](maxWriters)

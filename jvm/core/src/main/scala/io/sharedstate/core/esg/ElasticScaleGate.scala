@@ -38,6 +38,7 @@ final class ElasticScaleGate[T] private (
 
   private val sources = new AtomicReferenceArray[SourceHandle](maxSources)
   private val readers = new AtomicReferenceArray[ReaderHandle](maxReaders)
+
   /** Nodes inserted by earlier holders of a source slot; guarded by `membership`. */
   private val retiredInserted = new Array[Long](maxSources)
   private val addingReaders = new AtomicBoolean
@@ -287,6 +288,7 @@ final class ElasticScaleGate[T] private (
 }
 
 object ElasticScaleGate {
+
   /** Skip-list height: fingers reach about 2^(levels-1) nodes back, which bounds what they retain. */
   val DefaultLevels = 12
   private val BackPressureParkNanos = 50000L

@@ -11,6 +11,7 @@ import io.sharedstate.core.rules.UserRules
  */
 trait FetchRule extends Serializable {
   def name: String
+
   /**
    * The oldest timestamp the answer at `t` depends on. The engine refuses a fetch whose lower bound
    * is below fetch progress F, since compaction may have dropped what it needs.
@@ -20,6 +21,7 @@ trait FetchRule extends Serializable {
 }
 
 object FetchRule {
+
   /** The newest pair with timestamp <= t. keep_latest keeps it whenever F <= t. */
   object Latest extends FetchRule {
     val name = "latest"
@@ -65,7 +67,8 @@ object FetchRule {
   def resolve(name: String, valueType: ValueType, from: Long = Long.MinValue): FetchRule = {
     val trimmed = Option(name).map(_.trim).getOrElse("")
     val n = trimmed.toLowerCase
-    if (n.startsWith(ClassPrefix)) UserRules.instantiate[FetchRule](trimmed.substring(ClassPrefix.length).trim, valueType, "fetch rule")
+    if (n.startsWith(ClassPrefix))
+      UserRules.instantiate[FetchRule](trimmed.substring(ClassPrefix.length).trim, valueType, "fetch rule")
     else if (n == "latest") Latest
     else if (n == "range") Range(from)
     else if (AggregateNames.contains(n)) RangeAggregate(n, from, valueType)

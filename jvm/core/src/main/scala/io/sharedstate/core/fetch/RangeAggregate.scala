@@ -30,8 +30,10 @@ final case class RangeAggregate(function: String, from: Long, valueType: ValueTy
       }
       ValueType(valueType.fields.map(f => Field(f.name, FieldType.DoubleType)))
     case "collect" =>
-      if (valueType.size != 1 || valueType(0).isInstanceOf[FieldType.ArrayType] || valueType(0).isInstanceOf[FieldType.Opaque]) {
-        throw new SharedStateException(s"Fetch rule 'collect' needs a value of one scalar column; the value is <${valueType.ddl}>.")
+      if (valueType.size != 1 || valueType(0).isInstanceOf[FieldType.ArrayType] || valueType(0).isInstanceOf[
+          FieldType.Opaque]) {
+        throw new SharedStateException(
+          s"Fetch rule 'collect' needs a value of one scalar column; the value is <${valueType.ddl}>.")
       }
       ValueType.of(valueType.fields(0).name -> FieldType.ArrayType(valueType(0)))
     case other => throw new SharedStateException(s"Unknown aggregate '$other'. Supported: ${Functions.mkString(", ")}.")

@@ -7,6 +7,7 @@ import io.sharedstate.core.SharedStateException
  * changes; read-uncommitted with staleness s is answered once t - s < U, from what is applied then (SSP).
  */
 sealed trait ReadMode {
+
   /** The reply timestamp: the fetch is answered once it is below update progress U. */
   def replyTime(t: Long): Long
 }

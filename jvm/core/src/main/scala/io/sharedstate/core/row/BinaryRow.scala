@@ -30,7 +30,8 @@ final class BinaryRow(val numFields: Int) {
   def varOffset(b: Array[Byte], base: Int, i: Int): Int = base + (getLong(b, base, i) >>> 32).toInt
   def varSize(b: Array[Byte], base: Int, i: Int): Int = getLong(b, base, i).toInt
 
-  def getString(b: Array[Byte], base: Int, i: Int): String = new String(b, varOffset(b, base, i), varSize(b, base, i), UTF_8)
+  def getString(b: Array[Byte], base: Int, i: Int): String =
+    new String(b, varOffset(b, base, i), varSize(b, base, i), UTF_8)
 
   /** The array in field `i`, read in place. */
   def getArray(b: Array[Byte], base: Int, i: Int): BinaryArray = new BinaryArray(b, varOffset(b, base, i))
@@ -54,13 +55,15 @@ final class BinaryArray(val b: Array[Byte], val base: Int) {
 }
 
 object BinaryRow {
+
   /** The bytes of an element of `t` inside an array (UnsafeArrayData element size). */
   def elementSize(t: FieldType): Int = t match {
     case FieldType.LongType | FieldType.DoubleType | FieldType.TimestampType => 8
     case FieldType.IntType | FieldType.FloatType => 4
     case FieldType.BooleanType => 1
     case FieldType.StringType | FieldType.ArrayType(_) => 8
-    case FieldType.Opaque(sql) => throw new SharedStateException(s"Arrays of $sql are not supported by the engine's row codec.")
+    case FieldType.Opaque(sql) =>
+      throw new SharedStateException(s"Arrays of $sql are not supported by the engine's row codec.")
   }
 
   /** The row as JVM objects (Long, Integer, Double, Float, Boolean, String, Object[] for arrays), for tests and embedded use. */
@@ -77,7 +80,8 @@ object BinaryRow {
         case FieldType.StringType => r.getString(bytes, 0, i)
         case FieldType.ArrayType(e) => decodeArray(e, r.getArray(bytes, 0, i))
         case FieldType.Opaque(sql) =>
-          throw new SharedStateException(s"Column '${t.fields(i).name}' has type $sql, which the engine's row codec cannot decode.")
+          throw new SharedStateException(
+            s"Column '${t.fields(i).name}' has type $sql, which the engine's row codec cannot decode.")
       }
     }
   }
@@ -91,7 +95,8 @@ object BinaryRow {
       case FieldType.FloatType => java.lang.Float.valueOf(a.getFloat(j))
       case FieldType.BooleanType => java.lang.Boolean.valueOf(a.getBoolean(j))
       case FieldType.StringType => a.getString(j)
-      case other => throw new SharedStateException(s"Arrays of ${other.sql} are not supported by the engine's row codec.")
+      case other =>
+        throw new SharedStateException(s"Arrays of ${other.sql} are not supported by the engine's row codec.")
     }
   }
 

@@ -49,13 +49,13 @@ final class BinaryRowWriter(numFields: Int) {
       case FieldType.DoubleType => setDouble(i, BinaryRowWriter.number(v, column, t).doubleValue)
       case FieldType.FloatType => setFloat(i, BinaryRowWriter.number(v, column, t).floatValue)
       case FieldType.BooleanType => v match {
-        case b: java.lang.Boolean => setBoolean(i, b)
-        case other => throw BinaryRowWriter.mismatch(column, t, other)
-      }
+          case b: java.lang.Boolean => setBoolean(i, b)
+          case other => throw BinaryRowWriter.mismatch(column, t, other)
+        }
       case FieldType.StringType => v match {
-        case s: String => setString(i, s)
-        case other => throw BinaryRowWriter.mismatch(column, t, other)
-      }
+          case s: String => setString(i, s)
+          case other => throw BinaryRowWriter.mismatch(column, t, other)
+        }
       case FieldType.ArrayType(e) => setArray(i, e, BinaryRowWriter.objects(v, column, t), column)
       case FieldType.Opaque(sql) =>
         throw new SharedStateException(s"Column '$column' has type $sql, which the engine's row codec cannot encode.")
@@ -73,6 +73,7 @@ final class BinaryRowWriter(numFields: Int) {
 }
 
 object BinaryRowWriter {
+
   /** An UnsafeArrayData image of `values`. */
   def array(element: FieldType, values: Array[_ <: AnyRef], column: String): Array[Byte] = {
     val n = values.length
@@ -83,7 +84,8 @@ object BinaryRowWriter {
       case FieldType.StringType => values.map(v => if (v == null) null else string(v, column))
       case _ => null
     }
-    val varBytes = if (strings == null) 0 else strings.iterator.map(s => if (s == null) 0 else Bytes.roundToWord(s.length)).sum
+    val varBytes =
+      if (strings == null) 0 else strings.iterator.map(s => if (s == null) 0 else Bytes.roundToWord(s.length)).sum
     val out = new Array[Byte](header + fixed + varBytes)
     Bytes.putLong(out, 0, n.toLong)
     var cursor = header + fixed
@@ -95,20 +97,24 @@ object BinaryRowWriter {
         val w = 8 + (j >> 6) * 8
         Bytes.putLong(out, w, Bytes.getLong(out, w) | (1L << (j & 63)))
       } else element match {
-        case FieldType.LongType | FieldType.TimestampType => Bytes.putLong(out, at, number(v, column, element).longValue)
-        case FieldType.DoubleType => Bytes.putLong(out, at, java.lang.Double.doubleToLongBits(number(v, column, element).doubleValue))
+        case FieldType.LongType | FieldType.TimestampType =>
+          Bytes.putLong(out, at, number(v, column, element).longValue)
+        case FieldType.DoubleType =>
+          Bytes.putLong(out, at, java.lang.Double.doubleToLongBits(number(v, column, element).doubleValue))
         case FieldType.IntType => Bytes.putInt(out, at, int(v, column))
-        case FieldType.FloatType => Bytes.putInt(out, at, java.lang.Float.floatToIntBits(number(v, column, element).floatValue))
+        case FieldType.FloatType =>
+          Bytes.putInt(out, at, java.lang.Float.floatToIntBits(number(v, column, element).floatValue))
         case FieldType.BooleanType => v match {
-          case b: java.lang.Boolean => out(at) = if (b) 1 else 0
-          case other => throw mismatch(column, element, other)
-        }
+            case b: java.lang.Boolean => out(at) = if (b) 1 else 0
+            case other => throw mismatch(column, element, other)
+          }
         case FieldType.StringType =>
           val s = strings(j)
           System.arraycopy(s, 0, out, cursor, s.length)
           Bytes.putLong(out, at, (cursor.toLong << 32) | s.length)
           cursor += Bytes.roundToWord(s.length)
-        case other => throw new SharedStateException(s"Column '$column': arrays of ${other.sql} are not supported by the engine's row codec.")
+        case other => throw new SharedStateException(
+            s"Column '$column': arrays of ${other.sql} are not supported by the engine's row codec.")
       }
       j += 1
     }
@@ -128,7 +134,8 @@ object BinaryRowWriter {
   private def int(v: AnyRef, column: String): Int = {
     val n = number(v, column, FieldType.IntType)
     val l = n.longValue
-    if ((n.isInstanceOf[java.lang.Double] || n.isInstanceOf[java.lang.Float]) && n.doubleValue != l.toDouble || l != l.toInt) {
+    if ((n.isInstanceOf[java.lang.Double] || n.isInstanceOf[java.lang.Float]) && n.doubleValue != l.toDouble || l != l
+        .toInt) {
       throw new SharedStateException(s"Column '$column' is INT; the value $n does not fit.")
     }
     l.toInt

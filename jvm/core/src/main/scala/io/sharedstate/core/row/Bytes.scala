@@ -4,7 +4,8 @@ package io.sharedstate.core.row
 object Bytes {
   def getLong(b: Array[Byte], at: Int): Long =
     (b(at) & 0xffL) | ((b(at + 1) & 0xffL) << 8) | ((b(at + 2) & 0xffL) << 16) | ((b(at + 3) & 0xffL) << 24) |
-      ((b(at + 4) & 0xffL) << 32) | ((b(at + 5) & 0xffL) << 40) | ((b(at + 6) & 0xffL) << 48) | ((b(at + 7) & 0xffL) << 56)
+      ((b(at + 4) & 0xffL) << 32) | ((b(at + 5) & 0xffL) << 40) | ((b(at + 6) & 0xffL) << 48) | ((b(
+        at + 7) & 0xffL) << 56)
 
   def getInt(b: Array[Byte], at: Int): Int =
     (b(at) & 0xff) | ((b(at + 1) & 0xff) << 8) | ((b(at + 2) & 0xff) << 16) | ((b(at + 3) & 0xff) << 24)

@@ -16,6 +16,7 @@ object FieldType {
   case object DoubleType extends Numeric("DOUBLE")
   case object FloatType extends Numeric("FLOAT")
   case object BooleanType extends Fixed("BOOLEAN")
+
   /** Microseconds since the epoch, stored like a BIGINT. */
   case object TimestampType extends Fixed("TIMESTAMP")
   case object StringType extends FieldType { val sql = "STRING" }
@@ -23,13 +24,22 @@ object FieldType {
     def sql = s"ARRAY<${element.sql}>"
     def isNumericArray: Boolean = element.isNumeric
   }
+
   /** A type the engine stores but never looks inside (replace and user rules still work). */
   final case class Opaque(sql: String) extends FieldType
 
   private val byName: Map[String, FieldType] = Map(
-    "BIGINT" -> LongType, "LONG" -> LongType, "INT" -> IntType, "INTEGER" -> IntType,
-    "DOUBLE" -> DoubleType, "FLOAT" -> FloatType, "REAL" -> FloatType, "BOOLEAN" -> BooleanType,
-    "TIMESTAMP" -> TimestampType, "STRING" -> StringType)
+    "BIGINT" -> LongType,
+    "LONG" -> LongType,
+    "INT" -> IntType,
+    "INTEGER" -> IntType,
+    "DOUBLE" -> DoubleType,
+    "FLOAT" -> FloatType,
+    "REAL" -> FloatType,
+    "BOOLEAN" -> BooleanType,
+    "TIMESTAMP" -> TimestampType,
+    "STRING" -> StringType
+  )
 
   /** Parses one type of the DDL subset; anything else is kept as [[Opaque]]. */
   def parse(text: String): FieldType = {
@@ -58,7 +68,8 @@ object ValueType {
 
   /** Parses "name TYPE, name TYPE"; NOT NULL and COMMENT clauses are ignored. */
   def parse(ddl: String): ValueType = {
-    if (ddl == null || ddl.trim.isEmpty) throw new SharedStateException("A schema must name at least one column, e.g. 'v BIGINT'.")
+    if (ddl == null || ddl.trim.isEmpty)
+      throw new SharedStateException("A schema must name at least one column, e.g. 'v BIGINT'.")
     val columns = splitTopLevel(ddl).map(_.trim).filter(_.nonEmpty)
     ValueType(columns.map { col =>
       val (name, rest) =

@@ -22,7 +22,7 @@ final class AppendRule(t: ValueType) extends UpdateRule {
     t(i) match {
       case ArrayType(e) if e == StringType || e.isNumeric || e == TimestampType => ()
       case other => throw new SharedStateException(
-        s"Update rule 'append' cannot use column '${t.fields(i).name}' of type ${other.sql}: arrays of STRING or numbers are supported.")
+          s"Update rule 'append' cannot use column '${t.fields(i).name}' of type ${other.sql}: arrays of STRING or numbers are supported.")
     }
   }
 
@@ -33,7 +33,8 @@ final class AppendRule(t: ValueType) extends UpdateRule {
       t(i) match {
         case ArrayType(e) =>
           val set = mutable.LinkedHashSet.empty[AnyRef]
-          if (previous != null && !row.isNull(previous, 0, i)) elements(e, row.getArray(previous, 0, i)).foreach(set += _)
+          if (previous != null && !row.isNull(previous, 0, i))
+            elements(e, row.getArray(previous, 0, i)).foreach(set += _)
           if (!row.isNull(incoming, 0, i)) elements(e, row.getArray(incoming, 0, i)).foreach {
             case s: String if s.startsWith("+") => set += s.substring(1)
             case s: String if s.startsWith("-") => set -= s.substring(1)

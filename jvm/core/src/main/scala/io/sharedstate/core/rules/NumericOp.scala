@@ -5,11 +5,13 @@ sealed trait NumericOp {
   def name: String
   def longs(a: Long, b: Long): Long
   def doubles(a: Double, b: Double): Double
+
   /** Whether min/max-style comparison also makes sense for strings and timestamps. */
   def orders: Boolean
 }
 
 object NumericOp {
+
   /** Integer sums wrap on overflow, as Java and Spark's non-ANSI arithmetic do. */
   case object Sum extends NumericOp {
     val name = "sum"

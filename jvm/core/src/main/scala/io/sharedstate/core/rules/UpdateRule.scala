@@ -17,11 +17,13 @@ import scala.jdk.CollectionConverters._
 trait UpdateRule extends Serializable {
   def name: String
   def apply(previous: Array[Byte], incoming: Array[Byte]): Array[Byte]
+
   /** False when the rule ignores `previous`, so the applier need not copy it out. */
   def readsPrevious: Boolean = true
 }
 
 object UpdateRule {
+
   /** The new value replaces whatever was there. */
   object Replace extends UpdateRule {
     val name = "replace"
@@ -35,7 +37,8 @@ object UpdateRule {
     "add" -> (t => new NumericRule("add", t, NumericOp.Sum)),
     "min" -> (t => new NumericRule("min", t, NumericOp.Min)),
     "max" -> (t => new NumericRule("max", t, NumericOp.Max)),
-    "append" -> (t => new AppendRule(t)))
+    "append" -> (t => new AppendRule(t))
+  )
 
   private val registered = new ConcurrentHashMap[String, ValueType => UpdateRule]()
 

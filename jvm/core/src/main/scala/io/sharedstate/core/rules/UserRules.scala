@@ -8,25 +8,29 @@ import scala.reflect.ClassTag
 private[core] object UserRules {
   def instantiate[T <: AnyRef](className: String, valueType: ValueType, what: String)(implicit tag: ClassTag[T]): T = {
     val expected = tag.runtimeClass
-    val cls = try Class.forName(className, true, Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader))
-    catch {
-      case _: ClassNotFoundException =>
-        throw new SharedStateException(s"The $what class '$className' is not on the classpath.")
-    }
+    val cls =
+      try Class.forName(className, true,
+          Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader))
+      catch {
+        case _: ClassNotFoundException =>
+          throw new SharedStateException(s"The $what class '$className' is not on the classpath.")
+      }
     if (!expected.isAssignableFrom(cls)) {
       throw new SharedStateException(s"The $what class '$className' does not implement ${expected.getName}.")
     }
-    val instance = try {
-      cls.getConstructors.find(c => c.getParameterCount == 1 && c.getParameterTypes()(0) == classOf[ValueType]) match {
-        case Some(c) => c.newInstance(valueType)
-        case None => cls.getConstructor().newInstance()
+    val instance =
+      try {
+        cls.getConstructors.find(c =>
+          c.getParameterCount == 1 && c.getParameterTypes()(0) == classOf[ValueType]) match {
+          case Some(c) => c.newInstance(valueType)
+          case None => cls.getConstructor().newInstance()
+        }
+      } catch {
+        case e: NoSuchMethodException => throw new SharedStateException(
+            s"The $what class '$className' needs a public constructor taking a ValueType, or a public no-arg one.", e)
+        case e: java.lang.reflect.InvocationTargetException => throw new SharedStateException(
+            s"The $what class '$className' failed to construct: ${e.getCause}", e.getCause)
       }
-    } catch {
-      case e: NoSuchMethodException => throw new SharedStateException(
-        s"The $what class '$className' needs a public constructor taking a ValueType, or a public no-arg one.", e)
-      case e: java.lang.reflect.InvocationTargetException => throw new SharedStateException(
-        s"The $what class '$className' failed to construct: ${e.getCause}", e.getCause)
-    }
     expected.cast(instance).asInstanceOf[T]
   }
 }

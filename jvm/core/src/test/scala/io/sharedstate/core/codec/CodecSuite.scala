@@ -3,7 +3,6 @@ package io.sharedstate.core.codec
 import io.sharedstate.core._
 import org.scalatest.funsuite.AnyFunSuite
 
-
 class CodecSuite extends AnyFunSuite {
   test("bad input fails clearly: wrong magic, newer version, flipped bit, truncation") {
     val spec = StateSpec("s", "k STRING", "v STRING", 1, "replace")
@@ -17,7 +16,8 @@ class CodecSuite extends AnyFunSuite {
     def err(bytes: Array[Byte]) = intercept[SharedStateException](SnapshotCodec.decode(bytes)).getMessage
     assert(err("XXXX".getBytes ++ good.drop(4)).contains("Not a sharedstate partition snapshot"))
     assert(err(good.updated(4, 9.toByte)).contains("version 9"))
-    assert(err(good.updated(good.length - 1, (good(good.length - 1) ^ 1).toByte)).contains("Corrupt"), "a flipped CRC bit")
+    assert(err(good.updated(good.length - 1, (good(good.length - 1) ^ 1).toByte)).contains("Corrupt"),
+      "a flipped CRC bit")
     assert(err(good.take(good.length - 7)).contains("Truncated"))
   }
 
@@ -28,14 +28,16 @@ class CodecSuite extends AnyFunSuite {
     val rnd = new scala.util.Random(7)
     (0 until 6).foreach { e =>
       val b = new UpdateBatch
-      (0 until 50).foreach(_ => b.add(s"k${rnd.nextInt(20)}".getBytes, e * 100L + rnd.nextInt(150), s"v${rnd.nextInt()}".getBytes))
+      (0 until 50).foreach(_ =>
+        b.add(s"k${rnd.nextInt(20)}".getBytes, e * 100L + rnd.nextInt(150), s"v${rnd.nextInt()}".getBytes))
       a.stage("w", e, 0, b)
       a.commitEpoch("w", e, e * 100L + 50)
     }
     assert(a.metrics.updatesStaged > 0, "some updates still wait for U")
     val b = new State(spec)
     (0 until 3).foreach(i => b.restorePartition(SnapshotCodec.decode(a.snapshotPartition(i))))
-    assert(b.metrics.keys == a.metrics.keys && b.metrics.pairs == a.metrics.pairs && b.metrics.rawBytes == a.metrics.rawBytes)
+    assert(
+      b.metrics.keys == a.metrics.keys && b.metrics.pairs == a.metrics.pairs && b.metrics.rawBytes == a.metrics.rawBytes)
     assert(b.metrics.updatesStaged == a.metrics.updatesStaged)
     Seq(a, b).foreach { s => s.registerWriter("w2"); s.reportUpdateProgress("w2", 10000); s.finishWriter("w") }
     for (k <- 0 until 20; t <- 0L to 800L by 37) {
@@ -47,6 +49,6 @@ class CodecSuite extends AnyFunSuite {
     }
     val wrong = new State(StateSpec("snap", "k STRING", "v STRING", 2, "replace"))
     assert(intercept[SharedStateException](wrong.restorePartition(SnapshotCodec.decode(a.snapshotPartition(0))))
-      .getMessage.contains("does not fit"))
+        .getMessage.contains("does not fit"))
   }
 }

@@ -37,7 +37,8 @@ class DeltaCaptureSuite extends AnyFunSuite {
 
   private def keysOf(c: PartitionCapture): Set[Int] = c.entries.map(e => new String(e._1.bytes).drop(1).toInt).toSet
 
-  test("a delta capture holds exactly the changed keys; an unstored capture's keys come back; the chain restores the partition") {
+  test(
+    "a delta capture holds exactly the changed keys; an unstored capture's keys come back; the chain restores the partition") {
     val live = new Live
     val rnd = new scala.util.Random(17)
     (0 until 5).foreach(_ => live.commit(Seq.fill(80)(rnd.nextInt(300))))
@@ -57,7 +58,8 @@ class DeltaCaptureSuite extends AnyFunSuite {
       }
     }
     val bytes = SnapshotCodec.encode(live.capture(delta = true))
-    assert(bytes(4) == 2 && SnapshotCodec.encode(full)(4) == 1, "deltas are format version 2, full snapshots stay version 1")
+    assert(bytes(4) == 2 && SnapshotCodec.encode(full)(4) == 1,
+      "deltas are format version 2, full snapshots stay version 1")
     assert(chain.tail.forall(_.delta) && !chain.head.delta)
 
     val restored = new State(spec)
@@ -67,16 +69,17 @@ class DeltaCaptureSuite extends AnyFunSuite {
     (0 until 300).foreach { k =>
       val key = new Key(s"k$k".getBytes)
       val (a, b) = (live.state.partition(0).get(key), restored.partition(0).get(key))
-      assert((a == null) == (b == null) && (a == null || (0 until a.size).forall(i => a.timeAt(i) == b.timeAt(i) &&
-        a.valueAt(i).sameElements(b.valueAt(i)))), s"k$k")
+      assert((a == null) == (b == null) && (a == null || (0 until a.size).forall(i =>
+          a.timeAt(i) == b.timeAt(i) &&
+            a.valueAt(i).sameElements(b.valueAt(i)))), s"k$k")
     }
     assert(intercept[SharedStateException](new State(spec).restorePartitionChain(chain.tail.toSeq)).getMessage
-      .contains("full snapshot followed by its deltas"))
+        .contains("full snapshot followed by its deltas"))
   }
 
   test("a delta capture needs change tracking") {
     val s = new State(spec)
     assert(intercept[IllegalStateException](s.capturePartitionWith(0, delta = true, startChain = false)(())).getMessage
-      .contains("does not track changes"))
+        .contains("does not track changes"))
   }
 }

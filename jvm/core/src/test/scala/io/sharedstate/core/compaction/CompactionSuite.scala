@@ -15,12 +15,13 @@ class CompactionSuite extends AnyFunSuite {
     assert(CompactionRule.KeepLatest.compact(s, Long.MinValue) eq s)
     assert(new String(CompactionRule.KeepLatest.compact(s, 100).valueAt(0)) == "v40")
     assert(CompactionRule.KeepAll.compact(s, 100) eq s)
-    assert(intercept[SharedStateException](CompactionRule.resolve("keep_first", null)).getMessage.contains("keep_latest"))
+    assert(intercept[SharedStateException](CompactionRule.resolve("keep_first", null)).getMessage.contains(
+        "keep_latest"))
   }
 
   private def loaded(keys: Int, compaction: String = "keep_latest", interval: Long = 0): State = {
     val s = new State(StateSpec("c", "k STRING", "v STRING", 2, "replace", compaction = compaction,
-      compactionIntervalMs = interval, compactionBatch = 3))
+        compactionIntervalMs = interval, compactionBatch = 3))
     s.registerWriter("w"); s.registerReader("r")
     (0 until 4).foreach { e =>
       val b = new UpdateBatch

@@ -24,7 +24,8 @@ class ConcurrentStateStressSuite extends AnyFunSuite {
     // Epoch e covers times [100e, 100e + 100) and commits progress 100(e + 1): nothing is late.
     // Per epoch, the rows of task 0 then task 1: the order the engine receives them in.
     val schedule = (0 until epochs).map { e =>
-      Seq.fill(2)(Seq.fill(keys / 4 + rnd.nextInt(keys / 2))(Update(rnd.nextInt(keys), e * 100L + rnd.nextInt(100), s"s$seed-e$e-${rnd.nextInt()}")))
+      Seq.fill(2)(Seq.fill(keys / 4 + rnd.nextInt(keys / 2))(Update(rnd.nextInt(keys), e * 100L + rnd.nextInt(100),
+            s"s$seed-e$e-${rnd.nextInt()}")))
     }
     // Ties at one (key, time): the later arrival (task id, then row) wins under replace.
     val finalPairs = schedule.flatten.flatten.groupBy(_.key).map { case (k, us) =>
@@ -40,9 +41,10 @@ class ConcurrentStateStressSuite extends AnyFunSuite {
     val start = new CountDownLatch(1)
     def thread(name: String)(body: => Unit): Thread = {
       val t = new Thread(() => {
-        start.await()
-        try body catch { case e: Throwable => errors.add(s"$name: $e") }
-      }, name)
+          start.await()
+          try body
+          catch { case e: Throwable => errors.add(s"$name: $e") }
+        }, name)
       t.start(); t
     }
     val committer = thread("committer") {
@@ -75,13 +77,16 @@ class ConcurrentStateStressSuite extends AnyFunSuite {
           if (EventTime.isFinite(u)) {
             val t = if (r.nextBoolean()) u - 1 else u - 1 - r.nextInt(300)
             val k = r.nextInt(keys)
-            val got = try state.fetchLatest(new Key(s"$k".getBytes), t) match {
-              case FetchAnswer.Found(ts, v) => Some(Some(ts -> new String(v)))
-              case FetchAnswer.Absent => Some(None)
-              case FetchAnswer.NotYet => throw new AssertionError(s"NotYet at t=$t below the U=$u just read")
-            } catch { case e: SharedStateException if e.getMessage.contains("below its fetch progress") => None }
+            val got =
+              try state.fetchLatest(new Key(s"$k".getBytes), t) match {
+                  case FetchAnswer.Found(ts, v) => Some(Some(ts -> new String(v)))
+                  case FetchAnswer.Absent => Some(None)
+                  case FetchAnswer.NotYet => throw new AssertionError(s"NotYet at t=$t below the U=$u just read")
+                }
+              catch { case e: SharedStateException if e.getMessage.contains("below its fetch progress") => None }
             got.foreach { answer =>
-              if (answer != oracle(k, t)) errors.add(s"seed $seed: fetch($k, $t) at U=$u gave $answer, oracle ${oracle(k, t)}")
+              if (answer != oracle(k, t))
+                errors.add(s"seed $seed: fetch($k, $t) at U=$u gave $answer, oracle ${oracle(k, t)}")
             }
             checked += 1
           }
@@ -105,6 +110,7 @@ class ConcurrentStateStressSuite extends AnyFunSuite {
 
   test("concurrent commits, fetches, F advance and compaction agree with the oracle (fixed seeds)") {
     val seeds = if (long) 1L to 40L else 1L to 4L
-    seeds.foreach(seed => run(seed, epochs = if (long) 400 else 60, keys = if (long) 20000 else 4000, partitions = 1 + (seed % 3).toInt))
+    seeds.foreach(seed =>
+      run(seed, epochs = if (long) 400 else 60, keys = if (long) 20000 else 4000, partitions = 1 + (seed % 3).toInt))
   }
 }

@@ -53,9 +53,12 @@ class LincheckedState {
 
   @Operation def fetchA15(): String = fetch("a", 15)
   @Operation def fetchB16(): String = fetch("b", 16)
+
   /** Both fetches in one batched call: its answers must fit one point of the sequential order too. */
   @Operation def fetchBoth(): String =
-    try state.fetch(Array(FetchRequest(new Key("a".getBytes), 15), FetchRequest(new Key("b".getBytes), 16))).map(show).mkString(" ")
+    try
+      state.fetch(Array(FetchRequest(new Key("a".getBytes), 15), FetchRequest(new Key("b".getBytes), 16))).map(show).mkString(
+        " ")
     catch { case _: SharedStateException => "below F" }
   @Operation def sweep(): Int = { state.compactionStep(2); 0 }
 }

@@ -42,7 +42,8 @@ class DeliveryStressSuite extends AnyFunSuite {
         val m = inbox.take(30, TimeUnit.SECONDS)
         assert(m != null, s"no message for 30 s after $received of $total: a lost wake-up")
         val Array(kind, id, seq) = m
-        assert(seq == next(kind)(id), s"${if (kind == 1) "replier" else "writer"} $id: got $seq, expected ${next(kind)(id)}")
+        assert(seq == next(kind)(id),
+          s"${if (kind == 1) "replier" else "writer"} $id: got $seq, expected ${next(kind)(id)}")
         next(kind)(id) += 1
         received += 1
       }

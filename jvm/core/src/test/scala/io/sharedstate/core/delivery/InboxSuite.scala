@@ -91,7 +91,8 @@ class InboxSuite extends AnyFunSuite {
   test("bad arguments are errors that name the argument and what is allowed") {
     def msg(f: => Any): String = intercept[SharedStateException](f).getMessage
     assert(msg(new Inbox[String](0, 1)).contains("maxWriters must be at least 1, got 0"))
-    assert(msg(new Inbox[String](1, 1, laneCapacity = 100)).contains("laneCapacity must be a power of two >= 2, got 100"))
+    assert(msg(new Inbox[String](1, 1, laneCapacity = 100)).contains(
+        "laneCapacity must be a power of two >= 2, got 100"))
     assert(msg(new Inbox[String](1, 1, idleRounds = 0)).contains("idleRounds must be at least 1, got 0"))
     assert(msg(new Inbox[String](2, 1).inputLane(2)).contains("input writer must be in [0, 2), got 2"))
     assert(msg(new Inbox[String](2, 1).replyLane(-1)).contains("reply writer must be in [0, 1), got -1"))

@@ -33,11 +33,12 @@ private object EsgResult {
     if (t == null) "none" else if (t.isWatermark) s"wm${t.timestamp}@${t.source}" else s"${t.payload}@${t.timestamp}"
 
   def orInactive(f: => String): String =
-    try f catch { case _: SharedStateException => "inactive" }
+    try f
+    catch { case _: SharedStateException => "inactive" }
 }
 
 class EsgAddGetModel extends EsgAddGetOps(new RealEsg(ElasticScaleGate[Int](sources = 2, readers = 2,
-  maxSources = 2, maxReaders = 2, capacityPerSource = 64, startTime = 0, levels = 2)))
+          maxSources = 2, maxReaders = 2, capacityPerSource = 64, startTime = 0, levels = 2)))
 
 class EsgAddGetSpec extends EsgAddGetOps(new EsgReference(sources = 2, readers = 2, startTime = 0))
 
@@ -73,7 +74,7 @@ abstract class EsgAddGetOps(esg: EsgApi) {
  * reader 2 (reader 1 tries too), reader 1 removes itself; all while tuples flow.
  */
 class EsgMembershipModel extends EsgMembershipOps(new RealEsg(ElasticScaleGate[Int](sources = 2,
-  readers = 2, maxSources = 3, maxReaders = 3, capacityPerSource = 64, startTime = 0, levels = 2)))
+          readers = 2, maxSources = 3, maxReaders = 3, capacityPerSource = 64, startTime = 0, levels = 2)))
 
 class EsgMembershipSpec extends EsgMembershipOps(new EsgReference(sources = 2, readers = 2, startTime = 0))
 

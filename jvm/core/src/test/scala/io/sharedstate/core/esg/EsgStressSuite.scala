@@ -46,7 +46,9 @@ object EsgStressSuite {
     @volatile private var reader1Left = -1
 
     private def thread(name: String)(body: => Unit): Thread = {
-      val t = new Thread(() => try body catch { case e: Throwable => errors.add(e) }, name)
+      val t = new Thread(() =>
+          try body
+          catch { case e: Throwable => errors.add(e) }, name)
       t.setDaemon(true)
       t.start()
       t
@@ -100,13 +102,17 @@ object EsgStressSuite {
       val n = perSource
       val sources = Seq(
         thread("source-0")(produce(0, n, 0) { i =>
-          if (i == n / 4) { if (esg.addSources(Set(3), 0)) source3Joined.countDown() else throw new AssertionError("source 3 was not added") }
+          if (i == n / 4) {
+            if (esg.addSources(Set(3), 0)) source3Joined.countDown()
+            else throw new AssertionError("source 3 was not added")
+          }
           if (i == n / 3 && esg.addSources(Set(4), 0)) { source4Winners.incrementAndGet(); source4Joined.countDown() }
           true
         }),
         thread("source-1")(produce(1, n, 0) { i =>
           // Leaves half-way: removes itself; its flush releases its last tuple.
-          if (i == n / 2) { assert(esg.removeSources(Set(1))); false } else true
+          if (i == n / 2) { assert(esg.removeSources(Set(1))); false }
+          else true
         }),
         thread("source-2")(produce(2, n, 0) { i =>
           if (i == n / 3 && esg.addSources(Set(4), 2)) { source4Winners.incrementAndGet(); source4Joined.countDown() }
@@ -119,7 +125,8 @@ object EsgStressSuite {
         thread("source-4") {
           assert(source4Joined.await(Timeout, TimeUnit.SECONDS))
           produce(4, n / 2, esg.lowerBound(4))(_ => true)
-        })
+        }
+      )
       val readers = Seq(
         thread("reader-0")(consume(0) { k =>
           if (k == n / 5) {
@@ -132,7 +139,8 @@ object EsgStressSuite {
         }),
         thread("reader-1")(consume(1) { k =>
           if (k == n / 2 && esg.addReaders(Set(3), 1)) { reader3Start = k; reader3Caller = 1; winReader3() }
-          if (k == n) { assert(esg.removeReaders(Set(1))); reader1Left = k; false } else true
+          if (k == n) { assert(esg.removeReaders(Set(1))); reader1Left = k; false }
+          else true
         }),
         thread("reader-2") {
           assert(reader2Joined.await(Timeout, TimeUnit.SECONDS))
@@ -141,7 +149,8 @@ object EsgStressSuite {
         thread("reader-3") {
           assert(reader3Joined.await(Timeout, TimeUnit.SECONDS))
           consume(3)(_ => true)
-        })
+        }
+      )
       sources.foreach(_.join(TimeUnit.SECONDS.toMillis(Timeout)))
       sourcesDone.set(true)
       readers.foreach(_.join(TimeUnit.SECONDS.toMillis(Timeout)))

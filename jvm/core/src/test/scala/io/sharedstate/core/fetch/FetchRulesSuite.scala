@@ -22,7 +22,8 @@ class FetchRulesSuite extends AnyFunSuite {
     s
   }
   private def agg(a: FetchAnswer): Seq[Any] = a match {
-    case FetchAnswer.Aggregate(row, t, _) => BinaryRow.decode(t, row).toSeq.map { case arr: Array[AnyRef] => arr.toSeq; case o => o }
+    case FetchAnswer.Aggregate(row, t, _) =>
+      BinaryRow.decode(t, row).toSeq.map { case arr: Array[AnyRef] => arr.toSeq; case o => o }
     case other => fail(s"not an aggregate: $other")
   }
 
@@ -70,7 +71,8 @@ class FetchRulesSuite extends AnyFunSuite {
       new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject().asInstanceOf[T]
     }
     def same(a: FetchAnswer, b: FetchAnswer): Boolean = (a, b) match {
-      case (FetchAnswer.Aggregate(x, xt, xe), FetchAnswer.Aggregate(y, yt, ye)) => x.sameElements(y) && xt == yt && xe == ye
+      case (FetchAnswer.Aggregate(x, xt, xe), FetchAnswer.Aggregate(y, yt, ye)) =>
+        x.sameElements(y) && xt == yt && xe == ye
       case (FetchAnswer.Pairs(xt, xv), FetchAnswer.Pairs(yt, yv)) =>
         xt.sameElements(yt) && xv.length == yv.length && xv.indices.forall(i => xv(i).sameElements(yv(i)))
       case (FetchAnswer.Found(xt, xv), FetchAnswer.Found(yt, yv)) => xt == yt && xv.sameElements(yv)
@@ -84,13 +86,17 @@ class FetchRulesSuite extends AnyFunSuite {
   }
 
   test("aggregates that cannot read the value type, and rules outside the State's set, fail clearly") {
-    val strings = new State(StateSpec("c", "k STRING", "campaign STRING", 1, "replace", fetchRules = Seq("latest", "range")))
-    assert(intercept[SharedStateException](strings.fetchRule("sum")).getMessage.contains("does not answer fetch rule 'sum'"))
+    val strings =
+      new State(StateSpec("c", "k STRING", "campaign STRING", 1, "replace", fetchRules = Seq("latest", "range")))
+    assert(
+      intercept[SharedStateException](strings.fetchRule("sum")).getMessage.contains("does not answer fetch rule 'sum'"))
     val all = new State(StateSpec("d", "k STRING", "campaign STRING", 1, "replace"))
     assert(intercept[SharedStateException](all.fetchRule("avg")).getMessage.contains("'campaign' is STRING"))
-    assert(intercept[SharedStateException](all.fetchRule("median")).getMessage.contains("does not answer fetch rule 'median'"))
-    assert(intercept[SharedStateException](StateSpec("e", "k STRING", "v STRING", 1, "replace", fetchRules = Seq("top3")))
-      .getMessage.contains("Unknown fetch rule 'top3'"))
+    assert(intercept[SharedStateException](all.fetchRule("median")).getMessage.contains(
+        "does not answer fetch rule 'median'"))
+    assert(intercept[SharedStateException](StateSpec("e", "k STRING", "v STRING", 1, "replace",
+          fetchRules = Seq("top3")))
+        .getMessage.contains("Unknown fetch rule 'top3'"))
   }
 
   test("a user fetch rule by class name") {
@@ -99,7 +105,8 @@ class FetchRulesSuite extends AnyFunSuite {
     assert(new String(s.fetch(FetchRequest(k("a"), 99, rule)).asInstanceOf[FetchAnswer.Found].value) == "4")
     assert(new String(s.fetch(FetchRequest(k("a"), 25, new PairCountRule)).asInstanceOf[FetchAnswer.Found].value) == "2")
     val strict = loaded(spec = _.copy(name = "strict", fetchRules = Seq("latest")))
-    assert(intercept[SharedStateException](strict.fetch(FetchRequest(k("a"), 25, new PairCountRule))).getMessage.contains("pair_count"))
+    assert(intercept[SharedStateException](strict.fetch(FetchRequest(k("a"), 25, new PairCountRule))).getMessage.contains(
+        "pair_count"))
   }
 
   test("read-uncommitted with staleness s is answered once t - s < U, from what is applied") {
@@ -109,7 +116,8 @@ class FetchRulesSuite extends AnyFunSuite {
     s.stage("w", 1, 0, b)
     s.commitEpoch("w", 1, 120)
     assert(s.fetch(FetchRequest(k("a"), 200)) == FetchAnswer.NotYet)
-    assert(s.fetch(FetchRequest(k("a"), 200, mode = ReadMode.Uncommitted(50))) == FetchAnswer.NotYet, "200 - 50 >= U=120")
+    assert(s.fetch(FetchRequest(k("a"), 200, mode = ReadMode.Uncommitted(50))) == FetchAnswer.NotYet,
+      "200 - 50 >= U=120")
     val got = s.fetch(FetchRequest(k("a"), 200, mode = ReadMode.Uncommitted(100)))
     assert(got.asInstanceOf[FetchAnswer.Found].time == 40L, "the update at 150 is staged, not applied")
     assert(intercept[SharedStateException](ReadMode.Uncommitted(-1)).getMessage.contains("staleness must be >= 0"))
@@ -133,7 +141,8 @@ class FetchRulesSuite extends AnyFunSuite {
     assert(futures(2).get(1, TimeUnit.SECONDS).asInstanceOf[FetchAnswer.Found].time == 200L)
     assert(!futures(0).isDone && s.pendingFetchCount == 1)
     s.finishWriter("w")
-    assert(futures(0).get(1, TimeUnit.SECONDS).asInstanceOf[FetchAnswer.Found].time == 200L, "a finished writer lets U reach +inf")
+    assert(futures(0).get(1, TimeUnit.SECONDS).asInstanceOf[FetchAnswer.Found].time == 200L,
+      "a finished writer lets U reach +inf")
   }
 
   test("a fetch below fetch progress F fails, naming F; dropping the State fails waiting fetches") {
@@ -142,8 +151,10 @@ class FetchRulesSuite extends AnyFunSuite {
     s.reportFetchProgress("r", 35)
     val e = intercept[SharedStateException](s.fetch(FetchRequest(k("a"), 30)))
     assert(e.getMessage.contains("below its fetch progress F"))
-    assert(intercept[SharedStateException](s.fetch(FetchRequest(k("a"), 90, s.fetchRule("range", 20)))).getMessage.contains("F="))
-    assert(s.fetch(FetchRequest(k("a"), 36)).asInstanceOf[FetchAnswer.Found].time == 30L, "keep_latest kept the newest pair below F")
+    assert(intercept[SharedStateException](s.fetch(FetchRequest(k("a"), 90, s.fetchRule("range", 20)))).getMessage.contains(
+        "F="))
+    assert(s.fetch(FetchRequest(k("a"), 36)).asInstanceOf[FetchAnswer.Found].time == 30L,
+      "keep_latest kept the newest pair below F")
     val reg = new StateRegistry
     val st = reg.create(StateSpec("gone", "k STRING", "n BIGINT", 1, "replace"))
     val waiting = st.fetchAsync(FetchRequest(k("a"), 10))

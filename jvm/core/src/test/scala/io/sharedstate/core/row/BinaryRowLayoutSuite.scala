@@ -20,49 +20,58 @@ class BinaryRowLayoutSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
   test("BIGINT, INT, STRING, DOUBLE: inline slots, int zero-extended, string pointer and padding") {
     val t = ValueType.parse("a BIGINT, b INT, c STRING, d DOUBLE")
     val bytes = BinaryRow.encode(t, Array(Long.box(1L), Int.box(-2), "hi", Double.box(1.5)))
-    assertBytes(bytes,
+    assertBytes(
+      bytes,
       """00 00 00 00 00 00 00 00
          01 00 00 00 00 00 00 00
          fe ff ff ff 00 00 00 00
          02 00 00 00 28 00 00 00
          00 00 00 00 00 00 f8 3f
-         68 69 00 00 00 00 00 00""")
+         68 69 00 00 00 00 00 00"""
+    )
   }
 
   test("a null column sets its bit and zeroes its slot") {
     val t = ValueType.parse("a BIGINT, b STRING")
-    assertBytes(BinaryRow.encode(t, Array(null, "x")),
+    assertBytes(
+      BinaryRow.encode(t, Array(null, "x")),
       """01 00 00 00 00 00 00 00
          00 00 00 00 00 00 00 00
          01 00 00 00 18 00 00 00
-         78 00 00 00 00 00 00 00""")
+         78 00 00 00 00 00 00 00"""
+    )
   }
 
   test("ARRAY<DOUBLE>: numElements, null bits, elements") {
     val t = ValueType.parse("w ARRAY<DOUBLE>")
-    assertBytes(BinaryRow.encode(t, Array(Array[AnyRef](Double.box(1.0), Double.box(2.0)))),
+    assertBytes(
+      BinaryRow.encode(t, Array(Array[AnyRef](Double.box(1.0), Double.box(2.0)))),
       """00 00 00 00 00 00 00 00
          20 00 00 00 10 00 00 00
          02 00 00 00 00 00 00 00
          00 00 00 00 00 00 00 00
          00 00 00 00 00 00 f0 3f
-         00 00 00 00 00 00 00 40""")
+         00 00 00 00 00 00 00 40"""
+    )
   }
 
   test("ARRAY<INT> with a null element: 4-byte elements, null bit, word-rounded fixed part") {
     val t = ValueType.parse("xs ARRAY<INT>")
-    assertBytes(BinaryRow.encode(t, Array(Array[AnyRef](Int.box(1), null, Int.box(3)))),
+    assertBytes(
+      BinaryRow.encode(t, Array(Array[AnyRef](Int.box(1), null, Int.box(3)))),
       """00 00 00 00 00 00 00 00
          20 00 00 00 10 00 00 00
          03 00 00 00 00 00 00 00
          02 00 00 00 00 00 00 00
          01 00 00 00 00 00 00 00
-         03 00 00 00 00 00 00 00""")
+         03 00 00 00 00 00 00 00"""
+    )
   }
 
   test("ARRAY<STRING>: element pointers relative to the array start") {
     val t = ValueType.parse("n ARRAY<STRING>")
-    assertBytes(BinaryRow.encode(t, Array(Array[AnyRef]("a", "bcd"))),
+    assertBytes(
+      BinaryRow.encode(t, Array(Array[AnyRef]("a", "bcd"))),
       """00 00 00 00 00 00 00 00
          30 00 00 00 10 00 00 00
          02 00 00 00 00 00 00 00
@@ -70,12 +79,14 @@ class BinaryRowLayoutSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
          01 00 00 00 20 00 00 00
          03 00 00 00 28 00 00 00
          61 00 00 00 00 00 00 00
-         62 63 64 00 00 00 00 00""")
+         62 63 64 00 00 00 00 00"""
+    )
   }
 
   test("65 columns take two bitset words; FLOAT and BOOLEAN zero the rest of their slot") {
     val t = ValueType((0 until 65).map(i => Field(s"c$i", if (i == 0) FieldType.FloatType else FieldType.BooleanType)))
-    val values: Array[AnyRef] = Array.tabulate(65)(i => if (i == 0) Float.box(1.0f) else if (i == 64) null else Boolean.box(i % 2 == 1))
+    val values: Array[AnyRef] =
+      Array.tabulate(65)(i => if (i == 0) Float.box(1.0f) else if (i == 64) null else Boolean.box(i % 2 == 1))
     val bytes = BinaryRow.encode(t, values)
     assert(bytes.length == 16 + 65 * 8)
     assert(bytes.slice(0, 16).sameElements(hex("00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00")))

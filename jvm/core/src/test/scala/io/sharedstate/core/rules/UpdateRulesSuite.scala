@@ -18,7 +18,8 @@ class UpdateRulesSuite extends AnyFunSuite {
   private def row(t: ValueType, vs: AnyRef*): Array[Byte] = BinaryRow.encode(t, vs.toArray)
   private def values(t: ValueType, b: Array[Byte]): Seq[Any] =
     BinaryRow.decode(t, b).toSeq.map { case a: Array[AnyRef] => a.toSeq; case o => o }
-  private def fold(rule: UpdateRule, rows: Array[Byte]*): Array[Byte] = rows.foldLeft(null: Array[Byte])((p, r) => rule(p, r))
+  private def fold(rule: UpdateRule, rows: Array[Byte]*): Array[Byte] =
+    rows.foldLeft(null: Array[Byte])((p, r) => rule(p, r))
 
   test("replace keeps the incoming value") {
     val t = ValueType.parse("c STRING")
@@ -29,8 +30,12 @@ class UpdateRulesSuite extends AnyFunSuite {
     val t = ValueType.parse("n BIGINT, i INT, d DOUBLE, f FLOAT")
     for (name <- Seq("sum", "add")) {
       val r = UpdateRule.resolve(name, t)
-      val out = fold(r, row(t, Long.box(1), Int.box(2), Double.box(0.5), Float.box(1f)),
-        row(t, Long.box(10), null, Double.box(0.25), Float.box(2f)), row(t, null, Int.box(5), null, null))
+      val out = fold(
+        r,
+        row(t, Long.box(1), Int.box(2), Double.box(0.5), Float.box(1f)),
+        row(t, Long.box(10), null, Double.box(0.25), Float.box(2f)),
+        row(t, null, Int.box(5), null, null)
+      )
       assert(values(t, out) == Seq(11L, 7, 0.75, 3f), name)
     }
   }
@@ -42,14 +47,18 @@ class UpdateRulesSuite extends AnyFunSuite {
       row(t, Array[AnyRef](Double.box(0.5), null, Double.box(4))))
     assert(values(t, out) == Seq(Seq(1.5, 2.0, 4.0)))
     val li = ValueType.parse("c ARRAY<BIGINT>")
-    assert(values(li, fold(UpdateRule.resolve("sum", li), row(li, Array[AnyRef](Long.box(1))), row(li, Array[AnyRef](Long.box(2))))) == Seq(Seq(3L)))
+    assert(values(li,
+      fold(UpdateRule.resolve("sum", li), row(li, Array[AnyRef](Long.box(1))),
+        row(li, Array[AnyRef](Long.box(2))))) == Seq(Seq(3L)))
   }
 
   test("min and max order numbers, arrays element-wise, strings and timestamps") {
     val t = ValueType.parse("n BIGINT, s STRING, ts TIMESTAMP, a ARRAY<INT>")
-    val rows = Seq(row(t, Long.box(5), "m", Long.box(50), Array[AnyRef](Int.box(3), Int.box(9))),
+    val rows = Seq(
+      row(t, Long.box(5), "m", Long.box(50), Array[AnyRef](Int.box(3), Int.box(9))),
       row(t, Long.box(2), "z", Long.box(70), Array[AnyRef](Int.box(4), Int.box(1))),
-      row(t, Long.box(8), "a", null, Array[AnyRef](Int.box(0))))
+      row(t, Long.box(8), "a", null, Array[AnyRef](Int.box(0)))
+    )
     assert(values(t, fold(UpdateRule.resolve("min", t), rows: _*)) == Seq(2L, "a", 50L, Seq(0, 1)))
     assert(values(t, fold(UpdateRule.resolve("max", t), rows: _*)) == Seq(8L, "z", 70L, Seq(4, 9)))
   }
@@ -63,7 +72,9 @@ class UpdateRulesSuite extends AnyFunSuite {
     assert(values(t, r(null, ops("l", "-x", "+y"))) == Seq(Seq("y"), "l"), "the first value is normalised too")
     val nums = ValueType.parse("ids ARRAY<BIGINT>")
     val n = UpdateRule.resolve("append", nums)
-    assert(values(nums, fold(n, row(nums, Array[AnyRef](Long.box(1), Long.box(2))), row(nums, Array[AnyRef](Long.box(2), Long.box(3))))) ==
+    assert(values(nums,
+      fold(n, row(nums, Array[AnyRef](Long.box(1), Long.box(2))),
+        row(nums, Array[AnyRef](Long.box(2), Long.box(3))))) ==
       Seq(Seq(1L, 2L, 3L)))
   }
 
@@ -82,10 +93,12 @@ class UpdateRulesSuite extends AnyFunSuite {
     assert(values(t, fold(byClass, row(t, "a"), row(t, "b"))) == Seq("a|b"))
     UpdateRule.register("concat_test", t2 => new ConcatRule(t2))
     assert(UpdateRule.resolve("CONCAT_TEST", t).name == "concat")
-    assert(intercept[SharedStateException](UpdateRule.resolve("class:no.such.Rule", t)).getMessage.contains("not on the classpath"))
+    assert(intercept[SharedStateException](UpdateRule.resolve("class:no.such.Rule", t)).getMessage.contains(
+        "not on the classpath"))
     assert(intercept[SharedStateException](UpdateRule.resolve("class:io.sharedstate.core.rules.NotARule", t))
-      .getMessage.contains("does not implement"))
-    assert(intercept[SharedStateException](UpdateRule.register("sum", _ => UpdateRule.Replace)).getMessage.contains("built in"))
+        .getMessage.contains("does not implement"))
+    assert(intercept[SharedStateException](UpdateRule.register("sum", _ => UpdateRule.Replace)).getMessage.contains(
+        "built in"))
   }
 
   test("a non-commutative rule gives the same answer whatever order the updates arrived in") {
@@ -110,11 +123,15 @@ class UpdateRulesSuite extends AnyFunSuite {
   }
 
   test("an update the rule throws on is rejected with the reason; the rest of the key's chain applies") {
-    UpdateRule.register("picky_test", _ => new UpdateRule {
-      val name = "picky"
-      def apply(p: Array[Byte], in: Array[Byte]): Array[Byte] =
-        if (new String(in) == "bad") throw new IllegalStateException("no bad values") else in
-    })
+    UpdateRule.register(
+      "picky_test",
+      _ =>
+        new UpdateRule {
+          val name = "picky"
+          def apply(p: Array[Byte], in: Array[Byte]): Array[Byte] =
+            if (new String(in) == "bad") throw new IllegalStateException("no bad values") else in
+        }
+    )
     val s = new State(StateSpec("picky", "k STRING", "v BINARY", 1, "picky_test"))
     s.registerWriter("w")
     val b = new UpdateBatch
@@ -122,7 +139,8 @@ class UpdateRulesSuite extends AnyFunSuite {
     s.stage("w", 0, 0, b)
     s.commitEpoch("w", 0, 10)
     val rejected = s.rejectedUpdates
-    assert(rejected.size == 1 && rejected.head.reason.startsWith("rule_failed") && rejected.head.reason.contains("no bad values"))
+    assert(rejected.size == 1 && rejected.head.reason.startsWith("rule_failed") && rejected.head.reason.contains(
+      "no bad values"))
     assert(rejected.head.writer == "w" && rejected.head.time == 2L)
     assert(s.fetchLatest(new Key("k".getBytes), 9).asInstanceOf[FetchAnswer.Found].time == 3L)
     assert(s.metrics.updatesApplied == 2)

@@ -1,13 +1,18 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{StateAccess, ClusterNode, StateController, StateClient}
+import io.sharedstate.spark.cluster.{ClusterNode, StateAccess, StateClient, StateController}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 
 import io.sharedstate.core.{Change, ChangeSubscription, EventTime, SharedStateException}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
-import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader, ContinuousPartitionReaderFactory,
-  ContinuousStream, Offset, PartitionOffset}
+import org.apache.spark.sql.connector.read.streaming.{
+  ContinuousPartitionReader,
+  ContinuousPartitionReaderFactory,
+  ContinuousStream,
+  Offset,
+  PartitionOffset
+}
 
 /**
  * Where one continuous reader is: it has read `index` changes of the range [from, until) (a range
@@ -17,9 +22,11 @@ import org.apache.spark.sql.connector.read.streaming.{ContinuousPartitionReader,
  * cluster host's reader has a `group`: the partitions that host owned, merged in the same order
  * (`partition` is the lowest of them).
  */
-private[sharedstate] final case class ChangePosition(partition: Int, from: Long, until: Long, index: Int, group: Seq[Int] = Nil)
-  extends PartitionOffset {
+private[sharedstate] final case class ChangePosition(partition: Int, from: Long, until: Long, index: Int,
+    group: Seq[Int] = Nil)
+    extends PartitionOffset {
   def json: String = s"$partition:$from:$until:$index" + (if (group.isEmpty) "" else group.mkString(":", "+", ""))
+
   /** The State partitions this reader reads. */
   def partitions: Seq[Int] = if (group.nonEmpty) group else Seq(partition)
 }
@@ -43,18 +50,22 @@ private[sharedstate] final case class ChangePositions(positions: Seq[ChangePosit
  * A continuous reader of one State partition, or of a group that no host owns as a whole any more
  * (the layout changed since the checkpoint), polling U and scanning (cluster mode).
  */
-private[sharedstate] final case class ChangeTail(stateName: String, start: ChangePosition, pollMs: Long, host: Option[String])
-  extends InputPartition {
+private[sharedstate] final case class ChangeTail(stateName: String, start: ChangePosition, pollMs: Long,
+    host: Option[String])
+    extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
 /** The continuous reader of the query's change subscription (local mode). */
-private[sharedstate] final case class ChangeFeedTail(stateName: String, subscription: Long, start: ChangePosition, waitMs: Long)
-  extends InputPartition
+private[sharedstate] final case class ChangeFeedTail(stateName: String, subscription: Long, start: ChangePosition,
+    waitMs: Long)
+    extends InputPartition
 
 /** The continuous reader of one host's partitions, from the query's subscription on that host (cluster mode). */
-private[sharedstate] final case class HostChangeTail(stateName: String, incarnation: Long, feed: HostFeed, start: ChangePosition,
-    waitMs: Long, pollMs: Long) extends InputPartition {
+private[sharedstate] final case class HostChangeTail(stateName: String, incarnation: Long, feed: HostFeed,
+    start: ChangePosition,
+    waitMs: Long, pollMs: Long)
+    extends InputPartition {
   override def preferredLocations(): Array[String] = Array(feed.location)
 }
 
@@ -69,8 +80,9 @@ private[sharedstate] final case class HostChangeTail(stateName: String, incarnat
  * [[HostChangeFeeds]]), its position (from, until, index) over the merged order of the host's
  * partitions (its group). A restart on another layout reads each old group by scan.
  */
-private[sharedstate] final class ChangeContinuousStream(state: StateController, schemas: StateSchemas, starting: String, checkpointLocation: String)
-  extends ContinuousStream {
+private[sharedstate] final class ChangeContinuousStream(state: StateController, schemas: StateSchemas, starting: String,
+    checkpointLocation: String)
+    extends ContinuousStream {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
   private val local = state.owners.isEmpty
@@ -85,7 +97,9 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
 
   private def hostGroups(start: Long): Seq[ChangePosition] = {
     val route = HostChangeFeeds.layout(state.name)
-    route.hosts.map { h => val g = route.partitionsOf(h); ChangePosition(g.min, start, start, 0, g) }
+    route.hosts.map { h =>
+      val g = route.partitionsOf(h); ChangePosition(g.min, start, start, 0, g)
+    }
   }
 
   override def deserializeOffset(json: String): Offset =
@@ -115,18 +129,21 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
     val route = HostChangeFeeds.layout(state.name)
     val byHost = route.hosts.flatMap(h => positions.find(_.group == route.partitionsOf(h)).map(h -> _)).toMap
     if (byHost.size == positions.size && byHost.size == route.hosts.size) {
-      hostFeeds = HostChangeFeeds.open(StateAccess.clusterNode, route, byHost(_).from, () => HostChangeFeeds.layout(state.name)).orNull
+      hostFeeds = HostChangeFeeds.open(StateAccess.clusterNode, route, byHost(_).from,
+        () => HostChangeFeeds.layout(state.name)).orNull
     }
     HostChangeFeeds.countPlan(host = hostFeeds != null)
     if (hostFeeds == null) perPartition(positions)
-    else hostFeeds.feeds.map(f => HostChangeTail(state.name, route.incarnation, f, byHost(f.host),
-      ChangeContinuousStream.WaitMs, ChangeContinuousStream.PollMs): InputPartition).toArray
+    else hostFeeds.feeds.map(f =>
+      HostChangeTail(state.name, route.incarnation, f, byHost(f.host),
+        ChangeContinuousStream.WaitMs, ChangeContinuousStream.PollMs): InputPartition).toArray
   }
 
   private def perPartition(positions: Seq[ChangePosition]): Array[InputPartition] = {
     val client = StateClient.of(state.name)
     positions.sortBy(_.partition)
-      .map(p => ChangeTail(state.name, p, ChangeContinuousStream.PollMs, client.preferredHost(p.partition)): InputPartition)
+      .map(p =>
+        ChangeTail(state.name, p, ChangeContinuousStream.PollMs, client.preferredHost(p.partition)): InputPartition)
       .toArray
   }
 
@@ -150,13 +167,16 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
 }
 
 private[sharedstate] object ChangeContinuousStream {
+
   /** How often an idle per-partition reader looks at U (cluster mode). */
   val PollMs = 10L
+
   /** How long the merged reader waits for U at a time before it looks again (it is woken when U moves). */
   val WaitMs = 200L
 }
 
-private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas) extends ContinuousPartitionReaderFactory {
+private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas)
+    extends ContinuousPartitionReaderFactory {
   override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
     case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
     case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
@@ -165,7 +185,8 @@ private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas) 
 }
 
 /** Reads the query's change subscription; blocks in next() until U passes more (Spark interrupts it on stop). */
-private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
+private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows)
+    extends ContinuousPartitionReader[InternalRow] {
   private val subscription = StateClient.of(tail.stateName).changeSubscription(tail.subscription)
   private var from = tail.start.from
   private var until = tail.start.until
@@ -173,25 +194,26 @@ private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows
   private var index = tail.start.index
   private var current: InternalRow = _
 
-  override def next(): Boolean = try {
-    if (buffer == null) {
-      // A restart may find U below where the checkpoint was (a durable State still recovering): wait.
-      while (subscription.completeThrough < until) subscription.awaitBeyond(until - 1, tail.waitMs)
-      buffer = if (until > from) subscription.changes(from, until) else Array.empty
-    }
-    while (index >= buffer.length) {
-      val reached = subscription.awaitBeyond(until, tail.waitMs)
-      if (reached > until) {
-        from = until
-        until = reached
-        buffer = subscription.changes(from, until)
-        index = 0
+  override def next(): Boolean =
+    try {
+      if (buffer == null) {
+        // A restart may find U below where the checkpoint was (a durable State still recovering): wait.
+        while (subscription.completeThrough < until) subscription.awaitBeyond(until - 1, tail.waitMs)
+        buffer = if (until > from) subscription.changes(from, until) else Array.empty
       }
-    }
-    current = rows.row(buffer(index))
-    index += 1
-    true
-  } catch { case _: InterruptedException => false }
+      while (index >= buffer.length) {
+        val reached = subscription.awaitBeyond(until, tail.waitMs)
+        if (reached > until) {
+          from = until
+          until = reached
+          buffer = subscription.changes(from, until)
+          index = 0
+        }
+      }
+      current = rows.row(buffer(index))
+      index += 1
+      true
+    } catch { case _: InterruptedException => false }
 
   override def get(): InternalRow = current
 
@@ -201,7 +223,8 @@ private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows
 }
 
 /** Blocks in next() until a change is final; Spark interrupts it when the query stops. */
-private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends ContinuousPartitionReader[InternalRow] {
+private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows)
+    extends ContinuousPartitionReader[InternalRow] {
   private val state: StateClient = StateClient.of(tail.stateName)
   private val partitions = tail.start.partitions
   private var from = tail.start.from
@@ -224,7 +247,8 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
         buffer = read()
         index = 0
       } else {
-        try Thread.sleep(tail.pollMs) catch { case _: InterruptedException => return false }
+        try Thread.sleep(tail.pollMs)
+        catch { case _: InterruptedException => return false }
       }
     }
     current = rows.row(buffer(index))
@@ -244,7 +268,7 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
  * moves); from elsewhere it asks the host's frontier every `pollMs`. Spark interrupts it on stop.
  */
 private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
-  extends ContinuousPartitionReader[InternalRow] {
+    extends ContinuousPartitionReader[InternalRow] {
   private val local = node.localHost != null && node.localHost.id == tail.feed.host
   private var from = tail.start.from
   private var until = tail.start.until
@@ -261,25 +285,26 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
   private def read(): Array[Change] =
     HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, StateClient.of(tail.stateName))
 
-  override def next(): Boolean = try {
-    if (buffer == null) {
-      // A restart may find U below where the checkpoint was (a host still catching up): wait.
-      while (until != EventTime.MinusInfinity && frontier(until - 1) < until) ()
-      buffer = if (until > from) read() else Array.empty
-    }
-    while (index >= buffer.length) {
-      val reached = frontier(until)
-      if (reached > until) {
-        from = until
-        until = reached
-        buffer = read()
-        index = 0
+  override def next(): Boolean =
+    try {
+      if (buffer == null) {
+        // A restart may find U below where the checkpoint was (a host still catching up): wait.
+        while (until != EventTime.MinusInfinity && frontier(until - 1) < until) ()
+        buffer = if (until > from) read() else Array.empty
       }
-    }
-    current = rows.row(buffer(index))
-    index += 1
-    true
-  } catch { case e: Throwable if HostChangeFeeds.interrupted(e) => false }
+      while (index >= buffer.length) {
+        val reached = frontier(until)
+        if (reached > until) {
+          from = until
+          until = reached
+          buffer = read()
+          index = 0
+        }
+      }
+      current = rows.row(buffer(index))
+      index += 1
+      true
+    } catch { case e: Throwable if HostChangeFeeds.interrupted(e) => false }
 
   override def get(): InternalRow = current
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{StateAccess, StateController, StateClient}
+import io.sharedstate.spark.cluster.{StateAccess, StateClient, StateController}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 
 import io.sharedstate.core.{Change, ChangeSubscription}
@@ -14,17 +14,20 @@ private[sharedstate] final case class ChangeOffset(until: Long) extends Offset {
 }
 
 /** The changes of one State partition with from <= timestamp < until (cluster mode: read by scan). */
-private[sharedstate] final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long, host: Option[String])
-  extends InputPartition {
+private[sharedstate] final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long,
+    host: Option[String])
+    extends InputPartition {
   override def preferredLocations(): Array[String] = host.toArray
 }
 
 /** Every partition's changes with from <= timestamp < until, from the query's change subscription (local mode). */
-private[sharedstate] final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long) extends InputPartition
+private[sharedstate] final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long)
+    extends InputPartition
 
 /** One host's changes with from <= timestamp < until, from the query's subscription on that host (cluster mode). */
-private[sharedstate] final case class HostChangeRange(stateName: String, incarnation: Long, feed: HostFeed, from: Long, until: Long)
-  extends InputPartition {
+private[sharedstate] final case class HostChangeRange(stateName: String, incarnation: Long, feed: HostFeed, from: Long,
+    until: Long)
+    extends InputPartition {
   override def preferredLocations(): Array[String] = Array(feed.location)
 }
 
@@ -42,8 +45,10 @@ private[sharedstate] final case class HostChangeRange(stateName: String, incarna
  * input partition per host, merged over that host's partitions (see [[HostChangeFeeds]]); the batch in
  * which the layout of partitions changed is read by scan, one input partition per State partition.
  */
-private[sharedstate] final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas, starting: String,
-    checkpointLocation: String) extends UpdateProgressOffsets {
+private[sharedstate] final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas,
+    starting: String,
+    checkpointLocation: String)
+    extends UpdateProgressOffsets {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
   private var subscription: ChangeSubscription = null // local mode, opened at the first planned batch
@@ -79,7 +84,8 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
       hostFeeds.feeds.map(f => HostChangeRange(state.name, hostFeeds.route.incarnation, f, from, until): InputPartition).toArray
     } else {
       val client = StateClient.of(state.name)
-      Array.tabulate[InputPartition](state.partitionCount)(p => ChangeRange(state.name, p, from, until, client.preferredHost(p)))
+      Array.tabulate[InputPartition](state.partitionCount)(p =>
+        ChangeRange(state.name, p, from, until, client.preferredHost(p)))
     }
   }
 
@@ -104,7 +110,8 @@ private[sharedstate] final class ChangeRangeReaderFactory(schemas: StateSchemas)
       case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)
       case r: ChangeRange => StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
       case r: HostChangeRange =>
-        HostChangeFeeds.read(StateAccess.clusterNode, r.stateName, r.incarnation, r.feed, r.from, r.until, StateClient.of(r.stateName))
+        HostChangeFeeds.read(StateAccess.clusterNode, r.stateName, r.incarnation, r.feed, r.from, r.until,
+          StateClient.of(r.stateName))
     }
     val rows = new ChangeRows(schemas)
     new PartitionReader[InternalRow] {

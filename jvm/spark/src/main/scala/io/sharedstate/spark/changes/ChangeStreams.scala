@@ -7,6 +7,7 @@ import io.sharedstate.core.{ChangeSubscription, EventTime}
 
 /** What the micro-batch and continuous change streams share: their reader registration, F and subscription. */
 private[sharedstate] object ChangeStreams {
+
   /** Registers the stream of `checkpointLocation` as a reader of `state` (once: a restart keeps its F). */
   def register(state: StateController, checkpointLocation: String): String = {
     val id = s"change-stream:$checkpointLocation"

@@ -1,6 +1,14 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.{ClusterNode, HostFeedMessages, HostId, HostLink, StateAccess, StateClient, StateRoute}
+import io.sharedstate.spark.cluster.{
+  ClusterNode,
+  HostFeedMessages,
+  HostId,
+  HostLink,
+  StateAccess,
+  StateClient,
+  StateRoute
+}
 
 import io.sharedstate.core.Change
 import HostFeedMessages._
@@ -10,6 +18,7 @@ import scala.util.control.NonFatal
 
 /** One host's change subscription of a change-stream query: it covers `partitions` (those the host owned). */
 private[sharedstate] final case class HostFeed(host: HostId, subscription: Long, partitions: Array[Int]) {
+
   /**
    * Where a task reading it should run: that very executor (Spark's `executor_<host>_<id>` location),
    * since hosts of one machine share a host name (local-cluster); the bare host name if it has a `_`.
@@ -20,6 +29,7 @@ private[sharedstate] final case class HostFeed(host: HostId, subscription: Long,
 /** The host subscriptions of one change-stream query, opened on the layout `route`. */
 private[sharedstate] final class HostFeedSet(val route: StateRoute, val feeds: Seq[HostFeed], from: Long) {
   @volatile private var floor = from
+
   /** Changes from here on can still be read (the query committed what is below). */
   def keptFrom: Long = floor
   private[spark] def committed(until: Long): Unit = floor = math.max(floor, until)
@@ -43,8 +53,10 @@ private[sharedstate] object HostChangeFeeds extends Logging {
 
   /** Plans (micro-batches, continuous starts) read through host feeds, in this JVM (the driver). */
   def hostFeedPlans(): Long = hostPlans.get
+
   /** Plans read by scan in cluster mode (the layout changed, or a host feed could not be opened). */
   def scanPlansInCluster(): Long = scanPlans.get
+
   /** Host-feed reads that fell back to a scan, in this JVM (executors count their own). */
   def readFallbacks(): Long = scanFallbacks.get
 
@@ -53,13 +65,15 @@ private[sharedstate] object HostChangeFeeds extends Logging {
   /** Where the State's partitions are now (the coordinator's route, on the driver). */
   def layout(stateName: String): StateRoute = StateAccess.clusterNode.currentRoute(stateName)
 
-  def sameLayout(a: StateRoute, b: StateRoute): Boolean = a.incarnation == b.incarnation && a.owners.sameElements(b.owners)
+  def sameLayout(a: StateRoute, b: StateRoute): Boolean =
+    a.incarnation == b.incarnation && a.owners.sameElements(b.owners)
 
   /**
    * Opens a subscription on every host of `route` from `from(host)`; None (and nothing left open) if a
    * host fails to open one or the layout changed meanwhile (`current` tells).
    */
-  def open(node: ClusterNode, route: StateRoute, from: HostId => Long, current: () => StateRoute): Option[HostFeedSet] = {
+  def open(
+      node: ClusterNode, route: StateRoute, from: HostId => Long, current: () => StateRoute): Option[HostFeedSet] = {
     val asked = route.hosts.map(h => h -> node.link(h).ask(OpenHostFeed(route.name, route.incarnation, from(h))))
     val opened = asked.flatMap { case (h, f) =>
       try {
@@ -68,7 +82,8 @@ private[sharedstate] object HostChangeFeeds extends Logging {
       } catch { case NonFatal(e) => logWarning(s"State ${route.name}: no change subscription on $h", e); None }
     }
     val set = new HostFeedSet(route, opened, route.hosts.map(from).min)
-    val complete = opened.size == asked.size && opened.forall(f => f.partitions.sameElements(route.partitionsOf(f.host)))
+    val complete =
+      opened.size == asked.size && opened.forall(f => f.partitions.sameElements(route.partitionsOf(f.host)))
     if (complete && sameLayout(route, current())) Some(set)
     else { close(node, set); None }
   }
@@ -96,21 +111,31 @@ private[sharedstate] object HostChangeFeeds extends Logging {
    */
   def read(node: ClusterNode, stateName: String, incarnation: Long, feed: HostFeed, from: Long, until: Long,
       scanWith: => StateClient): Array[Change] =
-    try HostLink.await[Array[Change]](node.link(feed.host).ask(ReadHostFeed(stateName, incarnation, feed.subscription, from, until)),
-      feed.host, stateName, feed.partitions.toSeq)
+    try HostLink.await[Array[Change]](node.link(feed.host).ask(ReadHostFeed(stateName, incarnation, feed.subscription,
+            from, until)),
+        feed.host, stateName, feed.partitions.toSeq)
     catch {
       case NonFatal(e) if !interrupted(e) =>
-        logWarning(s"State $stateName: the change subscription on ${feed.host} could not be read; scanning " +
-          s"partition(s) ${feed.partitions.mkString(", ")} for [$from, $until) instead", e)
+        logWarning(
+          s"State $stateName: the change subscription on ${feed.host} could not be read; scanning " +
+            s"partition(s) ${feed.partitions.mkString(", ")} for [$from, $until) instead",
+          e
+        )
         scanFallbacks.incrementAndGet()
         scan(scanWith, feed.partitions.toSeq, from, until)
     }
 
   /** The feed's frontier: waits up to `waitMs` for it to pass `beyond` on the host itself, asks once from elsewhere. */
-  def frontier(node: ClusterNode, stateName: String, incarnation: Long, feed: HostFeed, beyond: Long, waitMs: Long): Long = {
+  def frontier(
+      node: ClusterNode, stateName: String, incarnation: Long, feed: HostFeed, beyond: Long, waitMs: Long): Long = {
     val local = node.localHost != null && node.localHost.id == feed.host
-    HostLink.await[Long](node.link(feed.host).ask(AwaitHostFeed(stateName, incarnation, feed.subscription, beyond,
-      if (local) waitMs else 0L)), feed.host, stateName, feed.partitions.toSeq)
+    HostLink.await[Long](
+      node.link(feed.host).ask(AwaitHostFeed(stateName, incarnation, feed.subscription, beyond,
+          if (local) waitMs else 0L)),
+      feed.host,
+      stateName,
+      feed.partitions.toSeq
+    )
   }
 
   /** Spark stops a continuous reader by interrupting it; an RPC wait wraps the interrupt in its failure. */

@@ -2,7 +2,14 @@ package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.config.SharedStateConf
 
-import io.sharedstate.spark.durable.{DeltaJournal, DurableStates, DurableTables, PartitionSource, ReadOnlyJournal, StateRecovery}
+import io.sharedstate.spark.durable.{
+  DeltaJournal,
+  DurableStates,
+  DurableTables,
+  PartitionSource,
+  ReadOnlyJournal,
+  StateRecovery
+}
 
 import io.sharedstate.core.{SharedStateException, State, StateSpec}
 import Messages._
@@ -25,8 +32,8 @@ import scala.jdk.CollectionConverters._
  * when an executor is lost (Spark's executor-removed event, or a host that stops answering) its
  * partitions are rebuilt on a live executor while the others keep serving.
  */
-private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Coordinator with RpcBridge.Handler
-    with Logging {
+private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
+    extends Coordinator with RpcBridge.Handler with Logging {
   override def context: SparkContext = sc
   private val states = new ConcurrentHashMap[String, ClusterStateController]()
   private val hosts = new ConcurrentSkipListMap[String, HostId]()
@@ -42,15 +49,20 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
     val server = RpcBridge.sparkEnvServer()
     var self: ClusterNode = null
     val driverHost = new HostService(HostId("driver", server.host, server.port), n => self.forget(n))
-    self = new ClusterNode(server, driverHost, new ClusterNode.CoordinatorAccess {
-      override def route(state: String): StateRoute = ClusterCoordinator.this.route(state)
-      override def updateProgress(state: String): Long = ClusterCoordinator.this.state(state).updateProgress
-      override def ensureReader(state: String, reader: String): Unit = ClusterCoordinator.this.ensureReader(state, reader)
-      override def readerProgress(state: String, reader: String): Option[Long] =
-        ClusterCoordinator.this.state(state).readerProgress(reader)
-      override def hostUnreachable(state: String, host: HostId): Unit = checkHost(state, host)
-      override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-    })
+    self = new ClusterNode(
+      server,
+      driverHost,
+      new ClusterNode.CoordinatorAccess {
+        override def route(state: String): StateRoute = ClusterCoordinator.this.route(state)
+        override def updateProgress(state: String): Long = ClusterCoordinator.this.state(state).updateProgress
+        override def ensureReader(state: String, reader: String): Unit =
+          ClusterCoordinator.this.ensureReader(state, reader)
+        override def readerProgress(state: String, reader: String): Option[Long] =
+          ClusterCoordinator.this.state(state).readerProgress(reader)
+        override def hostUnreachable(state: String, host: HostId): Unit = checkHost(state, host)
+        override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
+      }
+    )
     server.serve(ClusterCoordinator.Endpoint, this)
     server.serve(HostService.Endpoint, driverHost)
     sc.addSparkListener(new SparkListener {
@@ -65,21 +77,23 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
   override def access: StateAccess = node
 
   override def create(spec: StateSpec): StateController = synchronized {
-      val existing = states.get(spec.name)
-      if (existing != null) {
-        if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +
-          s"different definition (${existing.spec}); asked for $spec. Drop it first or use State.get.")
-        existing
-      } else {
-        val owners = hostsForNewState()
-        val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
-        val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)))
-        asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
-        val state = new ClusterStateController(new State(spec), route, node)
-        states.put(spec.name, state)
-        logInfo(s"State ${spec.name}: ${spec.partitions} partition(s) on ${route.hosts.mkString(", ")}")
-        state
-      }
+    val existing = states.get(spec.name)
+    if (existing != null) {
+      if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +
+        s"different definition (${existing.spec}); asked for $spec. Drop it first or use State.get.")
+      existing
+    } else {
+      val owners = hostsForNewState()
+      val route =
+        StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
+      val asked =
+        route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)))
+      asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
+      val state = new ClusterStateController(new State(spec), route, node)
+      states.put(spec.name, state)
+      logInfo(s"State ${spec.name}: ${spec.partitions} partition(s) on ${route.hosts.mkString(", ")}")
+      state
+    }
   }
 
   /**
@@ -113,18 +127,31 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
       val keeperRecovered = StateRecovery.replay(keeper, tables.log, None, rejected = None, rebuilds = _ => false)
       val nextSeq = keeperRecovered.nextSeq
       val owners = hostsForNewState()
-      val route = StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
+      val route =
+        StateRoute(spec, incarnations.incrementAndGet(), Array.tabulate(spec.partitions)(i => owners(i % owners.size)))
       // The keeper sees no partition's updates, so the hosts tell what their replay rejected in the events
       // the rejected table lacks (the last application stopped between a changelog and a rejected commit).
       val rejectedThrough = tables.rejected.lastEvent
-      val asked = route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray,
-        Some(source), rejectedAfter = rejectedThrough)))
-      val missing = asked.flatMap { case (h, f) => HostLink.await[Rebuilt](f, h, spec.name, route.partitionsOf(h)).rejections }
+      val asked = route.hosts.map(h =>
+        h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray,
+            Some(source), rejectedAfter = rejectedThrough)))
+      val missing = asked.flatMap { case (h, f) =>
+        HostLink.await[Rebuilt](f, h, spec.name, route.partitionsOf(h)).rejections
+      }
         .sortBy(_._1) // stable: per event, host by host
       if (missing.nonEmpty) tables.rejected.append(missing, Some(missing.map(_._1).max))
-      val journal = new DeltaJournal(spec.name, tables.log, tables.target, tables.rejected, nextSeq, keeperRecovered.version, tables.lease,
-        rejectedAtOpen = (rejectedThrough +: missing.map(_._1)).max)
-      val state = new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pickHost)))
+      val journal = new DeltaJournal(
+        spec.name,
+        tables.log,
+        tables.target,
+        tables.rejected,
+        nextSeq,
+        keeperRecovered.version,
+        tables.lease,
+        rejectedAtOpen = (rejectedThrough +: missing.map(_._1)).max
+      )
+      val state =
+        new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pickHost)))
       DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
       states.put(spec.name, state)
       logInfo(s"State ${spec.name}: durable under $root, ${spec.partitions} partition(s) opened on " +
@@ -141,7 +168,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
   override def openDurable(spark: SparkSession, name: String, root: String,
       readOnly: Option[Boolean]): Option[StateController] = {
     StateSpec.validateName(name)
-    DurableStates.storedSpec(spark, name, root).map(spec => createDurable(spark, spec, root, DurableStates.mode(spark, readOnly)))
+    DurableStates.storedSpec(spark, name, root).map(spec =>
+      createDurable(spark, spec, root, DurableStates.mode(spark, readOnly)))
   }
 
   // A read-only durable State in a cluster application: the driver's JVM holds it, following the
@@ -169,8 +197,9 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
     }
     states.values.asScala.foreach { s =>
       if (s.isDurable) s.recover(host)
-      else if (s.owners.contains(host)) logError(s"State ${s.name}: partition(s) on lost $host are lost (an in-memory " +
-        "State is not rebuilt; create it with a root to make it durable)")
+      else if (s.owners.contains(host))
+        logError(s"State ${s.name}: partition(s) on lost $host are lost (an in-memory " +
+          "State is not rebuilt; create it with a root to make it durable)")
     }
   }
 
@@ -202,11 +231,11 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
   private def openDurable(name: String): Option[ClusterStateController] = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
     session.flatMap { s =>
-      DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r)
-        .map(spec => createDurable(s, spec, r, DurableStates.mode(s, None))))
+      DurableStates.root(s, None).flatMap(r =>
+        DurableStates.storedSpec(s, name, r)
+          .map(spec => createDurable(s, spec, r, DurableStates.mode(s, None))))
     }
   }
-
 
   def route(name: String): StateRoute = state(name).route
 
@@ -214,17 +243,19 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
 
   /** Removes the State everywhere; every host and route cache forgets it. */
   override def drop(name: String): Boolean = synchronized {
-      val state = states.remove(name)
-      DurableStates.forget(name)
-      if (state != null) {
-        val everyone = (hosts.values.asScala.toSeq :+ node.localHost.id).distinct
-        everyone.map(h => h -> node.link(h).ask(Drop(name))).foreach { case (h, f) =>
-          try HostLink.await[Any](f, h, name, Nil)
-          catch { case e: SharedStateException => logWarning(s"State $name: $h did not confirm the drop: ${e.getMessage}") }
+    val state = states.remove(name)
+    DurableStates.forget(name)
+    if (state != null) {
+      val everyone = (hosts.values.asScala.toSeq :+ node.localHost.id).distinct
+      everyone.map(h => h -> node.link(h).ask(Drop(name))).foreach { case (h, f) =>
+        try HostLink.await[Any](f, h, name, Nil)
+        catch {
+          case e: SharedStateException => logWarning(s"State $name: $h did not confirm the drop: ${e.getMessage}")
         }
-        state.close()
       }
-      state != null
+      state.close()
+    }
+    state != null
   }
 
   /** Executors that host partitions, by executor id. */
@@ -237,7 +268,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
       true
     // Both may wait for partitions being rebuilt: answered later, from the recovery pool.
     case GetRoute(name) => CompletableFuture.supplyAsync(() => route(name), recoveries)
-    case HostUnreachable(name, host) => CompletableFuture.supplyAsync(() => Boolean.box(checkHost(name, host)), recoveries)
+    case HostUnreachable(name, host) =>
+      CompletableFuture.supplyAsync(() => Boolean.box(checkHost(name, host)), recoveries)
     case GetUpdateProgress(name) => state(name).updateProgress
     case EnsureReader(name, reader) => ensureReader(name, reader); true
     case GetReaderProgress(name, reader) => state(name).readerProgress(reader)
@@ -252,7 +284,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
     val waitMs = SharedStateConf.HostWaitTimeout.read(sc.getConf)
     val deadline = System.currentTimeMillis() + waitMs
     hosts.synchronized {
-      while (hosts.size < expected && System.currentTimeMillis() < deadline) hosts.wait(math.max(1L, deadline - System.currentTimeMillis()))
+      while (hosts.size < expected && System.currentTimeMillis() < deadline)
+        hosts.wait(math.max(1L, deadline - System.currentTimeMillis()))
     }
     val found = hosts.values.asScala.toIndexedSeq
     if (found.isEmpty) {
@@ -269,7 +302,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext) extends Co
   private def unknown(name: String): SharedStateException = {
     val known = names
     new SharedStateException(s"Unknown State '$name'. " +
-      (if (known.isEmpty) "No State exists yet: create it with State.create." else s"Existing States: ${known.mkString(", ")}."))
+      (if (known.isEmpty) "No State exists yet: create it with State.create."
+       else s"Existing States: ${known.mkString(", ")}."))
   }
 }
 
@@ -281,7 +315,8 @@ private[sharedstate] object ClusterCoordinator {
   private[cluster] def expectedHosts(sc: SparkContext): Int = {
     val plugin = sc.getConf.get("spark.plugins", "").split(",").map(_.trim).contains(Coordinator.PluginClass)
     if (!plugin) 0
-    else SharedStateConf.Executors.read(sc.getConf).orElse(sc.getConf.getOption("spark.executor.instances").map(_.toInt))
-      .getOrElse(sc.master match { case LocalCluster(n) => n.toInt; case _ => 1 })
+    else
+      SharedStateConf.Executors.read(sc.getConf).orElse(sc.getConf.getOption("spark.executor.instances").map(_.toInt))
+        .getOrElse(sc.master match { case LocalCluster(n) => n.toInt; case _ => 1 })
   }
 }

@@ -8,17 +8,20 @@ import org.apache.spark.sharedstate.RpcBridge
  * service it runs (if it hosts partitions), how it asks the coordinator, and the routes it knows.
  */
 private[sharedstate] final class ClusterNode(server: RpcBridge.Server, val localHost: HostService,
-    coordinator: ClusterNode.CoordinatorAccess) extends StateAccess {
+    coordinator: ClusterNode.CoordinatorAccess)
+    extends StateAccess {
   private val links = new ConcurrentHashMap[HostId, HostLink]()
   private val routes = new ConcurrentHashMap[String, StateRoute]()
 
   def link(id: HostId): HostLink =
     if (localHost != null && localHost.id == id) new HostLink.InProcess(localHost)
-    else links.computeIfAbsent(id, i => new HostLink.Remote(i, () => server.connect(i.host, i.port, HostService.Endpoint)))
+    else
+      links.computeIfAbsent(id, i => new HostLink.Remote(i, () => server.connect(i.host, i.port, HostService.Endpoint)))
 
   def route(state: String): StateRoute = {
     val known = routes.get(state)
-    if (known != null) known else {
+    if (known != null) known
+    else {
       val fresh = coordinator.route(state)
       routes.put(state, fresh)
       fresh
@@ -52,12 +55,14 @@ private[sharedstate] final class ClusterNode(server: RpcBridge.Server, val local
 }
 
 private[sharedstate] object ClusterNode {
+
   /** What a node asks the coordinator: in-process on the driver, over RPC on executors. */
   trait CoordinatorAccess {
     def route(state: String): StateRoute
     def updateProgress(state: String): Long
     def ensureReader(state: String, reader: String): Unit
     def readerProgress(state: String, reader: String): Option[Long]
+
     /** Returns once `host` answers again or its partitions of a durable State live elsewhere; fails for an in-memory State's lost partitions. */
     def hostUnreachable(state: String, host: HostId): Unit = ()
     def askDriver[T](request: DriverRequest[T]): T

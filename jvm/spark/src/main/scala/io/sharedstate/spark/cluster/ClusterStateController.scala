@@ -2,7 +2,16 @@ package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.durable.{DeltaJournal, EncodedPartition, PartitionSource, SnapshotSource}
 
-import io.sharedstate.core.{ChangeSubscription, JournalCommit, RejectedUpdate, SharedStateException, State, StateJournal, StateMetrics, StateSpec}
+import io.sharedstate.core.{
+  ChangeSubscription,
+  JournalCommit,
+  RejectedUpdate,
+  SharedStateException,
+  State,
+  StateJournal,
+  StateMetrics,
+  StateSpec
+}
 import io.sharedstate.core.State.CommitOutcome
 import Messages._
 import java.util.concurrent.TimeUnit
@@ -51,10 +60,12 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
 
   /** Where the partitions are now; waits (bounded) while lost partitions are being rebuilt elsewhere. */
   def route: StateRoute = {
-    if (!moving.readLock().tryLock(ClusterStateController.RouteWaitSeconds, TimeUnit.SECONDS)) throw new SharedStateException(
-      s"State '$name': its partitions have been moving for over ${ClusterStateController.RouteWaitSeconds} s (a lost executor's " +
-        "partitions are being rebuilt); try again later.")
-    try currentRoute finally moving.readLock().unlock()
+    if (!moving.readLock().tryLock(ClusterStateController.RouteWaitSeconds, TimeUnit.SECONDS))
+      throw new SharedStateException(
+        s"State '$name': its partitions have been moving for over ${ClusterStateController.RouteWaitSeconds} s (a lost executor's " +
+          "partitions are being rebuilt); try again later.")
+    try currentRoute
+    finally moving.readLock().unlock()
   }
 
   @volatile private var movesSoFar: Vector[ClusterStateController.Move] = Vector.empty
@@ -63,15 +74,22 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   // The change stream subscribes to each host's own feed (see changes.HostChangeFeeds).
   override def subscribeChanges(from: Long): Option[ChangeSubscription] = None
 
-  override def registerWriter(writer: String): Unit = step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
-  override def abortEpoch(writer: String, epoch: Long): Unit = step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
-  override def finishWriter(writer: String): Unit = step(FinishWriter(name, incarnation, writer))(_.finishWriter(writer))
-  override def deregisterWriter(writer: String): Unit = step(DeregisterWriter(name, incarnation, writer))(_.deregisterWriter(writer))
-  override def registerReader(reader: String): Unit = step(RegisterReader(name, incarnation, reader))(_.registerReader(reader))
+  override def registerWriter(writer: String): Unit =
+    step(RegisterWriter(name, incarnation, writer))(_.registerWriter(writer))
+  override def abortEpoch(writer: String, epoch: Long): Unit =
+    step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
+  override def finishWriter(writer: String): Unit =
+    step(FinishWriter(name, incarnation, writer))(_.finishWriter(writer))
+  override def deregisterWriter(writer: String): Unit =
+    step(DeregisterWriter(name, incarnation, writer))(_.deregisterWriter(writer))
+  override def registerReader(reader: String): Unit =
+    step(RegisterReader(name, incarnation, reader))(_.registerReader(reader))
   override def reportFetchProgress(reader: String, progress: Long): Unit =
     step(ReportFetchProgress(name, incarnation, reader, progress))(_.reportFetchProgress(reader, progress))
-  override def finishReader(reader: String): Unit = step(FinishReader(name, incarnation, reader))(_.finishReader(reader))
-  override def deregisterReader(reader: String): Unit = step(DeregisterReader(name, incarnation, reader))(_.deregisterReader(reader))
+  override def finishReader(reader: String): Unit =
+    step(FinishReader(name, incarnation, reader))(_.finishReader(reader))
+  override def deregisterReader(reader: String): Unit =
+    step(DeregisterReader(name, incarnation, reader))(_.deregisterReader(reader))
 
   /**
    * Commits `epoch` of `writer` at every host (each applies what the new U makes final there), then
@@ -94,8 +112,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       val outcome = commitEpoch(writer, epoch, progress)
       finishWriter(writer)
       outcome.copy(updateProgress = updateProgress)
-    }
-    else synchronized {
+    } else synchronized {
       if (spec.lateness == StateSpec.FailLate) broadcast(CheckNotLate(name, incarnation, writer, epoch))
       val counts = broadcast(CommitEpoch(name, incarnation, writer, epoch, progress)).map(_.asInstanceOf[Committed])
       progressKeeper.commitEpoch(writer, epoch, progress)
@@ -104,19 +121,29 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
 
   /** Sizes and counts summed over the hosts; U, F and per-writer progress from the driver. */
   override def metrics: StateMetrics = {
-      val own = progressKeeper.metrics
-      val parts = broadcast(GetMetrics(name, incarnation)).map(_.asInstanceOf[StateMetrics])
-      def sum(f: StateMetrics => Long): Long = parts.map(f).sum
-      def sumSeq(f: StateMetrics => IndexedSeq[Long]): IndexedSeq[Long] =
-        parts.map(f).filter(_.nonEmpty).reduceOption((a, b) => a.zip(b).map { case (x, y) => x + y }).getOrElse(IndexedSeq.empty)
-      own.copy(
-        keys = sum(_.keys), bytesHeld = sum(_.bytesHeld), updatesApplied = sum(_.updatesApplied),
-        updatesStaged = sum(_.updatesStaged), updatesRejected = sum(_.updatesRejected),
-        writerCounts = parts.flatMap(_.writerCounts.toSeq).groupBy(_._1).map { case (w, cs) =>
-          w -> (cs.map(_._2._1).sum, cs.map(_._2._2).sum) },
-        rawBytes = sum(_.rawBytes), pairs = sum(_.pairs), pairsCompacted = sum(_.pairsCompacted),
-        stagedBytes = sum(_.stagedBytes), pendingFetches = parts.map(_.pendingFetches).sum,
-        partitionBytes = sumSeq(_.partitionBytes), partitionKeys = sumSeq(_.partitionKeys))
+    val own = progressKeeper.metrics
+    val parts = broadcast(GetMetrics(name, incarnation)).map(_.asInstanceOf[StateMetrics])
+    def sum(f: StateMetrics => Long): Long = parts.map(f).sum
+    def sumSeq(f: StateMetrics => IndexedSeq[Long]): IndexedSeq[Long] =
+      parts.map(f).filter(_.nonEmpty).reduceOption((a, b) => a.zip(b).map { case (x, y) => x + y }).getOrElse(
+        IndexedSeq.empty)
+    own.copy(
+      keys = sum(_.keys),
+      bytesHeld = sum(_.bytesHeld),
+      updatesApplied = sum(_.updatesApplied),
+      updatesStaged = sum(_.updatesStaged),
+      updatesRejected = sum(_.updatesRejected),
+      writerCounts = parts.flatMap(_.writerCounts.toSeq).groupBy(_._1).map { case (w, cs) =>
+        w -> (cs.map(_._2._1).sum, cs.map(_._2._2).sum)
+      },
+      rawBytes = sum(_.rawBytes),
+      pairs = sum(_.pairs),
+      pairsCompacted = sum(_.pairsCompacted),
+      stagedBytes = sum(_.stagedBytes),
+      pendingFetches = parts.map(_.pendingFetches).sum,
+      partitionBytes = sumSeq(_.partitionBytes),
+      partitionKeys = sumSeq(_.partitionKeys)
+    )
   }
 
   override def rejectedUpdates: Seq[RejectedUpdate] =
@@ -130,23 +157,24 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
    */
   def recover(lost: HostId): Unit = durable match {
     case Some(d) => synchronized {
-      val lostParts = currentRoute.partitionsOf(lost)
-      if (lostParts.nonEmpty) {
-        moving.writeLock().lock()
-        try {
-          val started = System.nanoTime()
-          val target = d.pickHost(currentRoute, lost)
-          // The rebuild replays the step in flight too: its rejections in the moved partitions come from there.
-          val rebuilt = HostLink.await[Rebuilt](node.link(target).ask(Adopt(spec, incarnation, lostParts.toArray, d.source,
-            rejectedAfter = d.journal.rejectedThroughEvent)), target, name, lostParts)
-          stepRejected ++= rebuilt.rejections.sortBy(_._1).map(_._2)
-          currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h))
-          val ms = (System.nanoTime() - started) / 1000000
-          movesSoFar = movesSoFar :+ ClusterStateController.Move(lostParts, lost, target, ms)
-          logInfo(s"State $name: partition(s) ${lostParts.mkString(", ")} of lost $lost rebuilt on $target in $ms ms")
-        } finally moving.writeLock().unlock()
+        val lostParts = currentRoute.partitionsOf(lost)
+        if (lostParts.nonEmpty) {
+          moving.writeLock().lock()
+          try {
+            val started = System.nanoTime()
+            val target = d.pickHost(currentRoute, lost)
+            // The rebuild replays the step in flight too: its rejections in the moved partitions come from there.
+            val rebuilt =
+              HostLink.await[Rebuilt](node.link(target).ask(Adopt(spec, incarnation, lostParts.toArray, d.source,
+                    rejectedAfter = d.journal.rejectedThroughEvent)), target, name, lostParts)
+            stepRejected ++= rebuilt.rejections.sortBy(_._1).map(_._2)
+            currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h))
+            val ms = (System.nanoTime() - started) / 1000000
+            movesSoFar = movesSoFar :+ ClusterStateController.Move(lostParts, lost, target, ms)
+            logInfo(s"State $name: partition(s) ${lostParts.mkString(", ")} of lost $lost rebuilt on $target in $ms ms")
+          } finally moving.writeLock().unlock()
+        }
       }
-    }
     case _ => ()
   }
 
@@ -160,7 +188,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
         val owner = currentRoute.owners(p)
         HostLink.await[Array[Byte]](node.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
       })
-      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress, durable.get.journal.lastVersion)
+      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress,
+        durable.get.journal.lastVersion)
     }
     override def betweenCommits[T](body: => T): T = ClusterStateController.this.synchronized(body)
     override def checkHealthy(): Unit = durable.foreach(_.journal.checkHealthy())
@@ -186,26 +215,28 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   // durable State's lost host has its partitions rebuilt elsewhere, whose host then answers instead
   // (a lifecycle step was already applied there: the rebuild replays it from the changelog).
   private def broadcast(message: Any): Seq[Any] = {
-      val route = currentRoute
-      val asked = route.hosts.map(h => h -> node.link(h).ask(message))
-      val answers = asked.map { case (h, f) =>
-        try Right(HostLink.await[Any](f, h, name, route.partitionsOf(h)))
-        catch { case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(h)) => Left(e) }
+    val route = currentRoute
+    val asked = route.hosts.map(h => h -> node.link(h).ask(message))
+    val answers = asked.map { case (h, f) =>
+      try Right(HostLink.await[Any](f, h, name, route.partitionsOf(h)))
+      catch { case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(h)) => Left(e) }
+    }
+    if (durable.isDefined) answers.foreach {
+      case Right(Committed(_, _, rejections)) => stepRejected ++= rejections
+      case Right(StepRejected(rejections)) => stepRejected ++= rejections
+      case _ => ()
+    }
+    val lost = answers.collect { case Left(e) => e }
+    if (lost.isEmpty) answers.collect { case Right(a) => a }
+    else {
+      lost.foreach(e => {
+        logWarning(s"State $name: ${e.host} did not answer; rebuilding its partitions", e); recover(e.host)
+      })
+      message match {
+        case _: Lifecycle => answers.collect { case Right(a) => a }
+        case _ => broadcast(message) // reads: ask the new owners too
       }
-      if (durable.isDefined) answers.foreach {
-        case Right(Committed(_, _, rejections)) => stepRejected ++= rejections
-        case Right(StepRejected(rejections)) => stepRejected ++= rejections
-        case _ => ()
-      }
-      val lost = answers.collect { case Left(e) => e }
-      if (lost.isEmpty) answers.collect { case Right(a) => a }
-      else {
-        lost.foreach(e => { logWarning(s"State $name: ${e.host} did not answer; rebuilding its partitions", e); recover(e.host) })
-        message match {
-          case _: Lifecycle => answers.collect { case Right(a) => a }
-          case _ => broadcast(message) // reads: ask the new owners too
-        }
-      }
+    }
   }
 
   // The step's rejections go to the rejected table, tagged with its journal event (see DeltaJournal).
@@ -216,7 +247,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   }
 
   private def retryingLost[T](body: () => T): T =
-    try body() catch {
+    try body()
+    catch {
       case e: HostUnreachableException if durable.isDefined && !HostLink.answers(node.link(e.host)) =>
         recover(e.host); body()
     }
@@ -229,7 +261,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
     }
     override def epochCommitting(c: JournalCommit): Unit = {
       delta.epochCommitting(c); journaled += 1
-      hostCounts = broadcast(CommitEpoch(name, incarnation, c.writer, c.epoch, c.writerProgress)).map(_.asInstanceOf[Committed])
+      hostCounts =
+        broadcast(CommitEpoch(name, incarnation, c.writer, c.epoch, c.writerProgress)).map(_.asInstanceOf[Committed])
       if (c.finish) broadcast(FinishWriter(name, incarnation, c.writer))
       writeRejected()
     }
@@ -245,6 +278,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
 }
 
 private[sharedstate] object ClusterStateController {
+
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
 

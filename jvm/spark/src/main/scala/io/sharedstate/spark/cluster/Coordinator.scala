@@ -11,6 +11,7 @@ import org.apache.spark.sql.SparkSession
  * local master), [[ClusterCoordinator]] when executors host the States' partitions.
  */
 private[sharedstate] trait Coordinator {
+
   /** The SparkContext this coordinator serves (null when there is none). */
   def context: SparkContext
 
@@ -46,6 +47,7 @@ private[sharedstate] trait Coordinator {
 }
 
 private[sharedstate] object Coordinator {
+
   /** The plugin's class (named here so this package need not see the root package). */
   val PluginClass = "io.sharedstate.spark.SharedStatePlugin"
 

@@ -24,10 +24,12 @@ private[sharedstate] object ExecutorClasspath extends Logging {
         val known = mutable.getURLs.toSet
         fetched.map(_.toURI.toURL).filterNot(known).foreach(mutable.addURL)
         logInfo(s"sharedstate host: added ${fetched.length} fetched package jar(s) to the executor's class loader")
-      case other => logWarning(s"sharedstate host: $Probe is not loadable and the class loader ($other) cannot take jars")
+      case other =>
+        logWarning(s"sharedstate host: $Probe is not loadable and the class loader ($other) cannot take jars")
     }
   }
 
   private def loadable(loader: ClassLoader): Boolean =
-    try { Class.forName(Probe, false, loader); true } catch { case _: ClassNotFoundException | _: NoClassDefFoundError => false }
+    try { Class.forName(Probe, false, loader); true }
+    catch { case _: ClassNotFoundException | _: NoClassDefFoundError => false }
 }

@@ -1,6 +1,5 @@
 package io.sharedstate.spark.cluster
 
-
 import Messages._
 import org.apache.spark.internal.Logging
 import org.apache.spark.sharedstate.RpcBridge
@@ -26,16 +25,21 @@ private[sharedstate] object ExecutorNode extends Logging {
       var self: ClusterNode = null
       val service = new HostService(HostId(RpcBridge.executorId, host, s.port), n => self.forget(n))
       s.serve(HostService.Endpoint, service)
-      self = new ClusterNode(s, service, new ClusterNode.CoordinatorAccess {
-        override def route(state: String): StateRoute = HostLink.call[StateRoute](coordinator, GetRoute(state))
-        override def updateProgress(state: String): Long = HostLink.call[Long](coordinator, GetUpdateProgress(state))
-        override def ensureReader(state: String, reader: String): Unit = HostLink.call[Any](coordinator, EnsureReader(state, reader))
-        override def readerProgress(state: String, reader: String): Option[Long] =
-          HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
-        override def hostUnreachable(state: String, host: HostId): Unit =
-          HostLink.call[Any](coordinator, HostUnreachable(state, host))
-        override def askDriver[T](request: DriverRequest[T]): T = HostLink.call[T](coordinator, AskDriver(request))
-      })
+      self = new ClusterNode(
+        s,
+        service,
+        new ClusterNode.CoordinatorAccess {
+          override def route(state: String): StateRoute = HostLink.call[StateRoute](coordinator, GetRoute(state))
+          override def updateProgress(state: String): Long = HostLink.call[Long](coordinator, GetUpdateProgress(state))
+          override def ensureReader(state: String, reader: String): Unit =
+            HostLink.call[Any](coordinator, EnsureReader(state, reader))
+          override def readerProgress(state: String, reader: String): Option[Long] =
+            HostLink.call[Option[Long]](coordinator, GetReaderProgress(state, reader))
+          override def hostUnreachable(state: String, host: HostId): Unit =
+            HostLink.call[Any](coordinator, HostUnreachable(state, host))
+          override def askDriver[T](request: DriverRequest[T]): T = HostLink.call[T](coordinator, AskDriver(request))
+        }
+      )
       HostLink.call[Any](coordinator, RegisterHost(service.id))
       logInfo(s"sharedstate host started: ${service.id}")
       server = s

@@ -37,7 +37,8 @@ private[sharedstate] object HostFeeds {
   }
 
   private def find(state: State, id: Long): Option[ChangeSubscription] =
-    try Some(state.changeSubscription(id)) catch { case _: SharedStateException => None }
+    try Some(state.changeSubscription(id))
+    catch { case _: SharedStateException => None }
 
   private def only(changes: Array[Change], partitions: Set[Int], count: Int): Array[Change] =
     changes.filter(c => partitions.contains(new Key(c.key).partition(count)))

@@ -60,9 +60,11 @@ private[sharedstate] object HostLink {
 }
 
 /** A host did not answer (its executor is gone, or the connection failed). */
-private[sharedstate] final class HostUnreachableException(val host: HostId, state: String, partitions: Seq[Int], cause: Throwable)
-  extends SharedStateException(
-    s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
-      s"(${cause.getClass.getSimpleName}: ${cause.getMessage}). If the executor was lost, a durable State's partitions " +
-      "are rebuilt on a live executor; an in-memory State's are lost with it: re-create the State or restart the application.",
-    cause)
+private[sharedstate] final class HostUnreachableException(val host: HostId, state: String, partitions: Seq[Int],
+    cause: Throwable)
+    extends SharedStateException(
+      s"State '$state' partition(s) ${partitions.mkString(", ")} are hosted by $host, which did not answer " +
+        s"(${cause.getClass.getSimpleName}: ${cause.getMessage}). If the executor was lost, a durable State's partitions " +
+        "are rebuilt on a live executor; an in-memory State's are lost with it: re-create the State or restart the application.",
+      cause
+    )

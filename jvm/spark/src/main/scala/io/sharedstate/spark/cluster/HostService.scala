@@ -3,7 +3,15 @@ package io.sharedstate.spark.cluster
 import io.sharedstate.spark.durable.PartitionSource
 import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
 
-import io.sharedstate.core.{FetchAnswer, RejectedUpdate, SharedStateException, State, StateMetrics, StateSpec, UpdateBatch}
+import io.sharedstate.core.{
+  FetchAnswer,
+  RejectedUpdate,
+  SharedStateException,
+  State,
+  StateMetrics,
+  StateSpec,
+  UpdateBatch
+}
 import io.sharedstate.core.fetch.FetchRequest
 import Messages._
 import java.util.concurrent.ConcurrentHashMap
@@ -22,7 +30,8 @@ import scala.jdk.CollectionConverters._
  * A durable State's partitions are rebuilt from its tables when hosted (after a driver restart) or
  * adopted from a lost host (see [[Adopted]]).
  */
-private[sharedstate] final class HostService(val id: HostId, onDrop: String => Unit = _ => ()) extends RpcBridge.Handler with Logging {
+private[sharedstate] final class HostService(val id: HostId, onDrop: String => Unit = _ => ())
+    extends RpcBridge.Handler with Logging {
   import HostService.Hosted
   private val hosted = new ConcurrentHashMap[String, Hosted]()
 
@@ -50,7 +59,8 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case m: HostFeedMessages.HostFeedRequest =>
       val h = hostedState(m.state, m.incarnation); HostFeeds.serve(h.state, h.partitions.toSeq, m)
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
-    case GetRejected(state, inc) => val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
+    case GetRejected(state, inc) =>
+      val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
     case GetMetrics(state, inc) => val h = hostedState(state, inc); h.adopted.addTo(h.state.metrics)
     case other => throw new SharedStateException(s"sharedstate host $id: unknown message ${other.getClass.getName}.")
   }
@@ -68,13 +78,15 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     h.state.fetch(requests)
   }
 
-  def fetchAsync(state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {
+  def fetchAsync(
+      state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {
     val h = hostedState(state, incarnation)
     h.check(request.key.partition(h.state.partitionCount))
     h.state.fetchAsync(request)
   }
 
-  def changes(state: String, incarnation: Long, partition: Int, from: Long, until: Long): Array[io.sharedstate.core.Change] = {
+  def changes(
+      state: String, incarnation: Long, partition: Int, from: Long, until: Long): Array[io.sharedstate.core.Change] = {
     val h = hostedState(state, incarnation)
     h.check(partition)
     h.state.changes(partition, from, until)
@@ -101,25 +113,31 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
   }
 
   // What the rebuild rejected (none when the State was hosted already in this incarnation).
-  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource]): Seq[(Long, RejectedUpdate)] = {
+  private def host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource])
+      : Seq[(Long, RejectedUpdate)] = {
     var rejections: Seq[(Long, RejectedUpdate)] = Nil
-    hosted.compute(spec.name, (_, old) => {
-      if (old != null && old.incarnation == incarnation) old
-      else {
-        if (old != null) old.state.close()
-        val state = new State(spec)
-        source.foreach(s => rejections = rebuild(state, partitions, s))
-        new Hosted(incarnation, state, BitSet(partitions.toIndexedSeq: _*), id, source)
+    hosted.compute(
+      spec.name,
+      (_, old) => {
+        if (old != null && old.incarnation == incarnation) old
+        else {
+          if (old != null) old.state.close()
+          val state = new State(spec)
+          source.foreach(s => rejections = rebuild(state, partitions, s))
+          new Hosted(incarnation, state, BitSet(partitions.toIndexedSeq: _*), id, source)
+        }
       }
-    })
+    )
     rejections
   }
 
   // Adopted partitions are rebuilt in a State of their own (its progress replayed from the journal,
   // equal to this host's, since the coordinator holds commits meanwhile), then moved into the live one.
-  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
+  private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource)
+      : Seq[(Long, RejectedUpdate)] = {
     val current = hosted.get(spec.name)
-    val rejections = if (current == null || current.incarnation != incarnation) host(spec, incarnation, partitions, Some(source))
+    val rejections = if (current == null || current.incarnation != incarnation)
+      host(spec, incarnation, partitions, Some(source))
     else {
       val rebuilt = new State(spec)
       val rejections = rebuild(rebuilt, partitions, source)
@@ -139,8 +157,9 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
   private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
     val started = System.nanoTime()
     val rejections = source.rebuild(state, partitions.toSet)
-    logInfo(s"State ${state.name}: partition(s) ${partitions.mkString(", ")} rebuilt on $id from ${source.changelogPath} " +
-      s"in ${(System.nanoTime() - started) / 1000000} ms")
+    logInfo(
+      s"State ${state.name}: partition(s) ${partitions.mkString(", ")} rebuilt on $id from ${source.changelogPath} " +
+        s"in ${(System.nanoTime() - started) / 1000000} ms")
     rejections
   }
 
@@ -186,12 +205,14 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
 }
 
 private[sharedstate] object HostService {
+
   /** The endpoint name of a host's service (on the host's own RPC environment). */
   val Endpoint = "sharedstate-host"
 
   private final class Hosted(val incarnation: Long, val state: State, @volatile var partitions: BitSet, host: HostId,
       source: Option[PartitionSource]) {
     val adopted = new Adopted
+
     /** A durable State's host collects what each step rejects (see [[StepRejections]]). */
     val rejections: Option[StepRejections] = source.map { _ =>
       val j = new StepRejections
@@ -225,7 +246,8 @@ private[sharedstate] object HostService {
    * rejected updates, applied counts and per-writer counts the lost host had for them.
    */
   private final class Adopted {
-    @volatile private var extra = (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)])
+    @volatile private var extra =
+      (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)])
 
     def rejected: Seq[io.sharedstate.core.RejectedUpdate] = extra._1
 
@@ -233,18 +255,23 @@ private[sharedstate] object HostService {
       val applied = partitions.map(p => rebuilt.partition(p).updatesApplied - live.partition(p).updatesApplied).sum
       val counts = rebuilt.metrics.writerCounts
       val (r, a, w) = extra
-      extra = (r ++ rebuilt.rejectedUpdates, a + applied, (w.keySet ++ counts.keySet).map { k =>
-        val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
-      }.toMap)
+      extra = (r ++ rebuilt.rejectedUpdates, a + applied,
+        (w.keySet ++ counts.keySet).map { k =>
+          val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+        }.toMap)
     }
 
     def addTo(m: StateMetrics): StateMetrics = {
       val (r, a, w) = extra
       if (r.isEmpty && a == 0L && w.isEmpty) m
-      else m.copy(updatesApplied = m.updatesApplied + a, updatesRejected = m.updatesRejected + r.size,
+      else m.copy(
+        updatesApplied = m.updatesApplied + a,
+        updatesRejected = m.updatesRejected + r.size,
         writerCounts = (m.writerCounts.keySet ++ w.keySet).map { k =>
-          val (x1, y1) = m.writerCounts.getOrElse(k, (0L, 0L)); val (x2, y2) = w.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
-        }.toMap)
+          val (x1, y1) = m.writerCounts.getOrElse(k, (0L, 0L)); val (x2, y2) = w.getOrElse(k, (0L, 0L));
+          k -> (x1 + x2, y1 + y2)
+        }.toMap
+      )
     }
   }
 }

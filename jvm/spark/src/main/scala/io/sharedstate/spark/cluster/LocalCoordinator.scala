@@ -43,6 +43,7 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
 }
 
 private[sharedstate] object LocalCoordinator {
+
   /** The States of this process in local mode; it outlives SparkContexts, as the States do. */
   val registry: StateRegistry = new StateRegistry
 }

@@ -28,7 +28,8 @@ private[sharedstate] final class LocalStateController(state: State) extends Stat
   override def finishReader(reader: String): Unit = state.finishReader(reader)
   override def deregisterReader(reader: String): Unit = state.deregisterReader(reader)
 
-  override def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef, finish: Boolean): CommitOutcome =
+  override def commitEpoch(
+      writer: String, epoch: Long, progress: Long, payload: AnyRef, finish: Boolean): CommitOutcome =
     state.commitEpoch(writer, epoch, progress, payload, finish)
 
   override def metrics: StateMetrics = state.metrics

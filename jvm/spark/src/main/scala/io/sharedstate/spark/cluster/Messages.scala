@@ -11,14 +11,17 @@ private[sharedstate] object Messages {
   final case class RegisterHost(host: HostId)
   final case class GetRoute(state: String)
   final case class GetUpdateProgress(state: String)
+
   /** Registers `reader` on the State unless it is registered (a task of a continuous fetch join). */
   final case class EnsureReader(state: String, reader: String)
   final case class GetReaderProgress(state: String, reader: String)
+
   /**
    * A task could not reach `host` for State `state`: the coordinator checks it, and if it is gone,
    * has its partitions rebuilt elsewhere (durable States) before answering; the task then retries.
    */
   final case class HostUnreachable(state: String, host: HostId)
+
   /** A question of a higher layer that only the driver can answer (see [[DriverRequest]]). */
   final case class AskDriver(request: DriverRequest[_])
 
@@ -27,8 +30,10 @@ private[sharedstate] object Messages {
    * Hosts `partitions`; with a source (a durable State) they are first rebuilt from its tables, and the
    * answer is [[Rebuilt]] with what the replay rejected in journal events above `rejectedAfter`.
    */
-  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: Option[PartitionSource] = None,
+  final case class Host(spec: StateSpec, incarnation: Long, partitions: Array[Int],
+      source: Option[PartitionSource] = None,
       rejectedAfter: Long = Long.MaxValue)
+
   /**
    * Takes over `partitions` of a lost host: rebuilt from the tables up to the journal's end (the
    * coordinator holds every commit meanwhile) and added to what the host serves. Answered with
@@ -37,8 +42,10 @@ private[sharedstate] object Messages {
    */
   final case class Adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource,
       rejectedAfter: Long = Long.MaxValue)
+
   /** What rebuilding partitions from the tables rejected, each with its journal event. */
   final case class Rebuilt(rejections: Array[(Long, RejectedUpdate)])
+
   /** Is the host alive (answered by every host)? */
   case object Ping
   final case class Drop(state: String)
@@ -48,13 +55,13 @@ private[sharedstate] object Messages {
   final case class RegisterWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
   final case class CheckNotLate(state: String, incarnation: Long, writer: String, epoch: Long) extends Lifecycle
   final case class CommitEpoch(state: String, incarnation: Long, writer: String, epoch: Long, progress: Long)
-    extends Lifecycle
+      extends Lifecycle
   final case class AbortEpoch(state: String, incarnation: Long, writer: String, epoch: Long) extends Lifecycle
   final case class FinishWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
   final case class DeregisterWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
   final case class RegisterReader(state: String, incarnation: Long, reader: String) extends Lifecycle
   final case class ReportFetchProgress(state: String, incarnation: Long, reader: String, progress: Long)
-    extends Lifecycle
+      extends Lifecycle
   final case class FinishReader(state: String, incarnation: Long, reader: String) extends Lifecycle
   final case class DeregisterReader(state: String, incarnation: Long, reader: String) extends Lifecycle
 
@@ -63,6 +70,7 @@ private[sharedstate] object Messages {
    * the rejected updates themselves (the driver writes them to the rejected table).
    */
   final case class Committed(accepted: Int, rejected: Int, rejections: Array[RejectedUpdate] = Array.empty)
+
   /** The answer of a durable State's host to a lifecycle step that rejected updates (an update rule failing). */
   final case class StepRejected(rejections: Array[RejectedUpdate])
 
@@ -71,14 +79,17 @@ private[sharedstate] object Messages {
   final case class Stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int,
       keys: Array[Array[Byte]], times: Array[Long], values: Array[Array[Byte]], rejected: Array[RejectedUpdate])
   final case class Fetch(state: String, incarnation: Long, requests: Array[FetchRequest])
+
   /** Answered when U passes the request (the host's pending queue): the reply comes later. */
   final case class FetchAsync(state: String, incarnation: Long, request: FetchRequest)
   final case class GetChanges(state: String, incarnation: Long, partition: Int, from: Long, until: Long)
+
   /** The host's U (equal to the driver's once a commit returns; never ahead of what the host applied). */
   final case class GetHostProgress(state: String, incarnation: Long)
   final case class ScanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long)
   final case class GetRejected(state: String, incarnation: Long)
   final case class GetMetrics(state: String, incarnation: Long)
+
   /** One partition encoded for a snapshot (SnapshotCodec), at a commit boundary (the coordinator holds commits). */
   final case class EncodePartition(state: String, incarnation: Long, partition: Int)
 

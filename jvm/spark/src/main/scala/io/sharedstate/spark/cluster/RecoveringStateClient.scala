@@ -14,7 +14,8 @@ import org.apache.spark.internal.Logging
  * fetched again and the call is retried, a bounded number of times. Every call is safe to repeat: a
  * stage replaces the task's earlier one, the others read.
  */
-private[sharedstate] final class RecoveringStateClient(state: String, node: ClusterNode) extends StateClient with Logging {
+private[sharedstate] final class RecoveringStateClient(state: String, node: ClusterNode)
+    extends StateClient with Logging {
   import RecoveringStateClient.Attempts
 
   private def attempt[T](call: RoutedStateClient => T): T = {
@@ -24,7 +25,8 @@ private[sharedstate] final class RecoveringStateClient(state: String, node: Clus
       catch {
         case e: HostUnreachableException if tries + 1 < Attempts =>
           tries += 1
-          logWarning(s"State $state: ${e.host} did not answer; asking the coordinator, then retrying ($tries of ${Attempts - 1})")
+          logWarning(
+            s"State $state: ${e.host} did not answer; asking the coordinator, then retrying ($tries of ${Attempts - 1})")
           node.forget(state)
           node.hostUnreachable(state, e.host)
           node.forget(state)
@@ -38,7 +40,8 @@ private[sharedstate] final class RecoveringStateClient(state: String, node: Clus
   override def spec: StateSpec = first.spec
   override def updateProgress: Long = node.updateProgress(state)
 
-  override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = attempt(_.stage(writer, epoch, task, batch))
+  override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =
+    attempt(_.stage(writer, epoch, task, batch))
   override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = attempt(_.fetch(requests))
 
   override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = fetchAsync(request, 1)
@@ -47,26 +50,31 @@ private[sharedstate] final class RecoveringStateClient(state: String, node: Clus
     attempt(_.fetchAsync(request)).exceptionallyCompose { e =>
       unreachable(e) match {
         case Some(lost) if tries < Attempts =>
-          CompletableFuture.supplyAsync(() => { node.forget(state); node.hostUnreachable(state, lost.host); node.forget(state) })
+          CompletableFuture.supplyAsync(() => {
+            node.forget(state); node.hostUnreachable(state, lost.host); node.forget(state)
+          })
             .thenCompose(_ => fetchAsync(request, tries + 1))
         case _ => CompletableFuture.failedFuture[FetchAnswer](e)
       }
     }
 
-  override def changes(partition: Int, from: Long, until: Long): Array[Change] = attempt(_.changes(partition, from, until))
+  override def changes(partition: Int, from: Long, until: Long): Array[Change] =
+    attempt(_.changes(partition, from, until))
   override def updateProgressAt(partition: Int): Long = attempt(_.updateProgressAt(partition))
   override def readerProgress(reader: String): Option[Long] = node.readerProgress(state, reader)
   override def ensureReader(reader: String): Unit = node.ensureReader(state, reader)
   override def asOf(partition: Int, asOf: Long): StoredPairs = attempt(_.asOf(partition, asOf))
   override def rejectedUpdates: Seq[RejectedUpdate] = attempt(_.rejectedUpdates)
   override def preferredHost(partition: Int): Option[String] = attempt(_.preferredHost(partition))
-  override def changeSubscription(id: Long): ChangeSubscription = first.changeSubscription(id) // fails as the routed client does
+  override def changeSubscription(id: Long): ChangeSubscription =
+    first.changeSubscription(id) // fails as the routed client does
 
   private def unreachable(e: Throwable): Option[HostUnreachableException] =
     Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).collectFirst { case h: HostUnreachableException => h }
 }
 
 private[sharedstate] object RecoveringStateClient {
+
   /** Tries per call: a host lost, its partitions rebuilt elsewhere, and that host lost too, with room to spare. */
   val Attempts = 4
 }

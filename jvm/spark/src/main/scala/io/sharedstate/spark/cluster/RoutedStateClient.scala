@@ -2,7 +2,16 @@ package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.rows.StoredPairs
 
-import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, Key, SharedStateException, RejectedUpdate, StateSpec, UpdateBatch}
+import io.sharedstate.core.{
+  Change,
+  ChangeSubscription,
+  FetchAnswer,
+  Key,
+  RejectedUpdate,
+  SharedStateException,
+  StateSpec,
+  UpdateBatch
+}
 import java.util.concurrent.CompletableFuture
 import io.sharedstate.core.fetch.FetchRequest
 import Messages._
@@ -37,12 +46,21 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
     val sent = hosts.indices.map { h =>
       node.localHost match {
         case local if local != null && local.id == hosts(h) =>
-          scala.concurrent.Future.fromTry(scala.util.Try(local.stage(name, route.incarnation, writer, epoch, task, parts(h))))
+          scala.concurrent.Future.fromTry(scala.util.Try(local.stage(name, route.incarnation, writer, epoch, task,
+                parts(h))))
         case _ =>
           val p = parts(h)
-          node.link(hosts(h)).ask(Stage(name, route.incarnation, writer, epoch, task,
-            Array.tabulate(p.size)(p.keyAt), Array.tabulate(p.size)(p.timeAt), Array.tabulate(p.size)(p.valueAt),
-            p.rejectedUpdates.toArray))
+          node.link(hosts(h)).ask(Stage(
+              name,
+              route.incarnation,
+              writer,
+              epoch,
+              task,
+              Array.tabulate(p.size)(p.keyAt),
+              Array.tabulate(p.size)(p.timeAt),
+              Array.tabulate(p.size)(p.valueAt),
+              p.rejectedUpdates.toArray
+            ))
       }
     }
     hosts.indices.foreach(h => HostLink.await[Any](sent(h), hosts(h), name, route.partitionsOf(hosts(h))))
@@ -57,8 +75,8 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
       val batch = byHost(h).map(requests).toArray
       val local = node.localHost
       h -> (if (local != null && local.id == hosts(h)) scala.concurrent.Future.fromTry(
-        scala.util.Try(local.fetch(name, route.incarnation, batch)))
-      else node.link(hosts(h)).ask(Fetch(name, route.incarnation, batch)))
+              scala.util.Try(local.fetch(name, route.incarnation, batch)))
+            else node.link(hosts(h)).ask(Fetch(name, route.incarnation, batch)))
     }
     asked.foreach { case (h, answer) =>
       val answers = HostLink.await[Array[FetchAnswer]](answer, hosts(h), name, route.partitionsOf(hosts(h)))
@@ -76,7 +94,7 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
       val out = new CompletableFuture[FetchAnswer]()
       node.link(owner).ask(FetchAsync(name, route.incarnation, request)).onComplete { result =>
         try out.complete(HostLink.await[FetchAnswer](scala.concurrent.Future.fromTry(result), owner, name,
-          route.partitionsOf(owner)))
+              route.partitionsOf(owner)))
         catch { case e: Throwable => out.completeExceptionally(e) }
       }(scala.concurrent.ExecutionContext.parasitic)
       out
@@ -87,8 +105,9 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
     val owner = route.owners(partition)
     val local = node.localHost
     if (local != null && local.id == owner) local.changes(name, route.incarnation, partition, from, until)
-    else HostLink.await[Array[Change]](node.link(owner).ask(GetChanges(name, route.incarnation, partition, from, until)),
-      owner, name, Seq(partition))
+    else
+      HostLink.await[Array[Change]](node.link(owner).ask(GetChanges(name, route.incarnation, partition, from, until)),
+        owner, name, Seq(partition))
   }
 
   // A cluster's change stream reads one subscription per host (see HostChangeFeeds), never a driver-side one.
@@ -99,7 +118,8 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
     val owner = route.owners(partition)
     val local = node.localHost
     if (local != null && local.id == owner) local.hostProgress(name, route.incarnation)
-    else HostLink.await[Long](node.link(owner).ask(GetHostProgress(name, route.incarnation)), owner, name, Seq(partition))
+    else
+      HostLink.await[Long](node.link(owner).ask(GetHostProgress(name, route.incarnation)), owner, name, Seq(partition))
   }
 
   override def readerProgress(reader: String): Option[Long] = node.readerProgress(name, reader)
@@ -116,7 +136,9 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
 
   override def rejectedUpdates: Seq[RejectedUpdate] = {
     val asked = hosts.map(h => h -> node.link(h).ask(GetRejected(name, route.incarnation)))
-    asked.toSeq.flatMap { case (h, f) => HostLink.await[Array[RejectedUpdate]](f, h, name, route.partitionsOf(h)).toSeq }
+    asked.toSeq.flatMap { case (h, f) =>
+      HostLink.await[Array[RejectedUpdate]](f, h, name, route.partitionsOf(h)).toSeq
+    }
   }
 
   override def preferredHost(partition: Int): Option[String] = Some(route.owners(partition).host)

@@ -9,6 +9,7 @@ import org.apache.spark.sharedstate.RpcBridge
  * [[ClusterNode]] in a cluster (the driver's, or an executor's).
  */
 private[sharedstate] trait StateAccess {
+
   /** The client of State `name`; an unknown name fails, listing the existing States. */
   def client(state: String): StateClient
 
@@ -24,5 +25,5 @@ private[sharedstate] object StateAccess {
 
   /** This JVM's node, for code that runs only when States are hosted on a cluster. */
   def clusterNode: ClusterNode = get.clusterNode.getOrElse(throw new SharedStateException(
-    "sharedstate: this application runs in local mode; its States have no cluster hosts."))
+      "sharedstate: this application runs in local mode; its States have no cluster hosts."))
 }

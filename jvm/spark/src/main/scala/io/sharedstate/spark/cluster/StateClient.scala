@@ -15,6 +15,7 @@ import io.sharedstate.core.fetch.FetchRequest
 private[sharedstate] trait StateClient {
   def name: String
   def spec: StateSpec
+
   /** U as the coordinator knows it (for messages; answers are decided by the owners). */
   def updateProgress: Long
 
@@ -55,6 +56,7 @@ private[sharedstate] trait StateClient {
 }
 
 private[sharedstate] object StateClient {
+
   /** The client of State `name` for this JVM; an unknown name fails, listing the existing States. */
   def of(name: String): StateClient = StateAccess.get.client(name)
 }

@@ -45,7 +45,8 @@ private[sharedstate] trait StateController {
    * Commits `epoch` of `writer`. `payload` (a durable State's changelog files) and `finish` (a bulk
    * load) go to the journal, in one Delta transaction, before any partition applies the commit.
    */
-  def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef = null, finish: Boolean = false): CommitOutcome
+  def commitEpoch(
+      writer: String, epoch: Long, progress: Long, payload: AnyRef = null, finish: Boolean = false): CommitOutcome
 
   /** U, F, per-writer progress, sizes and counts (summed over the hosts in a cluster). */
   def metrics: StateMetrics

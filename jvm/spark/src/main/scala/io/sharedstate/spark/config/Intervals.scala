@@ -8,10 +8,12 @@ import scala.util.control.NonFatal
 /** Parses an interval option (lateness, staleness: "5 seconds", "1 minute") into microseconds. */
 private[sharedstate] object Intervals {
   def parseMicros(option: String, text: String): Long = {
-    val interval = try IntervalUtils.stringToInterval(UTF8String.fromString(text)) catch {
-      case NonFatal(e) => throw new SharedStateException(
-        s"Option '$option': '$text' is not an interval; use e.g. '5 seconds' or '2 minutes'.", e)
-    }
+    val interval =
+      try IntervalUtils.stringToInterval(UTF8String.fromString(text))
+      catch {
+        case NonFatal(e) => throw new SharedStateException(
+            s"Option '$option': '$text' is not an interval; use e.g. '5 seconds' or '2 minutes'.", e)
+      }
     if (interval.months != 0) {
       throw new SharedStateException(s"Option '$option': '$text' uses months or years, whose length varies; " +
         "use days, hours, minutes or seconds.")

@@ -13,7 +13,9 @@ import org.apache.spark.unsafe.types.UTF8String
  * Options of a read: which table of the State and as of when (batch), or where a change stream
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
-private[sharedstate] final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType, startingOffsets: String) {
+private[sharedstate] final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType,
+    startingOffsets: String) {
+
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
     if (startingOffsets != null) throw new SharedStateException(
@@ -36,6 +38,7 @@ private[sharedstate] object ReadOptions {
   val AsOf = "asOf"
   val StateTable = "state"
   val RejectedTable = "rejected"
+
   /** A stream of U itself, one row each time it advances: what drives fetch joins' waiting rows. */
   val ProgressTable = "progress"
   val StartingOffsets = "startingOffsets"

@@ -12,6 +12,7 @@ import scala.util.control.NonFatal
  * opens a State; cluster settings from the SparkContext's conf when the coordinator starts.
  */
 private[sharedstate] object SharedStateConf {
+
   /** A setting with its key, default text and parser; `read` fails naming the key and what is allowed. */
   final case class Entry[T](key: String, default: String, doc: String)(parse: (String, String) => T) {
     def fromText(text: String): T = parse(key, text.trim)
@@ -24,7 +25,7 @@ private[sharedstate] object SharedStateConf {
 
   private def atLeastOne(what: String)(key: String, text: String): Int =
     text.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
-      s"$key must be a whole number >= 1 ($what), got '$text'."))
+        s"$key must be a whole number >= 1 ($what), got '$text'."))
 
   /** Where durable States keep their Delta tables (`<root>/<state>/...`); unset: in memory. */
   val Root: Entry[Option[String]] = Entry[Option[String]]("spark.sharedstate.root", "",
@@ -62,8 +63,10 @@ private[sharedstate] object SharedStateConf {
   /** How long a new State waits for them, in ms. */
   val HostWaitTimeout: Entry[Long] = Entry("spark.sharedstate.hostWaitTimeout", "60s",
     "how long a new State waits for executors to register")((key, text) =>
-    try JavaUtils.timeStringAsMs(text) catch {
-      case NonFatal(e) => throw new SharedStateException(s"$key: '$text' is not a duration; use e.g. '60s' or '2min'.", e)
+    try JavaUtils.timeStringAsMs(text)
+    catch {
+      case NonFatal(e) =>
+        throw new SharedStateException(s"$key: '$text' is not a duration; use e.g. '60s' or '2min'.", e)
     })
 
   val All: Seq[Entry[_]] = Seq(Root, SnapshotInterval, SnapshotsRetained, SnapshotFullEvery, OwnerLease, FollowInterval,

@@ -22,6 +22,7 @@ private[sharedstate] object UpdateOptions {
   val Time = "time"
   val Value = "value"
   val LatenessOption = "lateness"
+
   /** Options Spark itself passes to every sink. */
   private val SparkOwned = Set("checkpointlocation", "path", "queryname")
   val Known: Set[String] = Set(State, Key, Time, Value, LatenessOption)
@@ -40,7 +41,7 @@ private[sharedstate] object UpdateOptions {
     }
     val schemas = StateSchemas.of(spec)
     val keyCols = columns(options, Key).getOrElse(throw new SharedStateException(
-      s"Option 'key' is required: the column(s) holding the key of State '${spec.name}' (${schemas.key.toDDL})."))
+        s"Option 'key' is required: the column(s) holding the key of State '${spec.name}' (${schemas.key.toDDL})."))
     val timeCol = Option(options.get(Time)).map(_.trim).filter(_.nonEmpty).getOrElse(
       throw new SharedStateException("Option 'time' is required: the TIMESTAMP column with each update's event time."))
     val valueCols = columns(options, Value).getOrElse(schemas.value.fieldNames.toSeq)
@@ -51,7 +52,8 @@ private[sharedstate] object UpdateOptions {
       timeOrdinal = StateSchemas.checkTimestamp(input, timeCol, Time),
       valueOrdinals = StateSchemas.bindColumns(input, valueCols, schemas.value, Value, spec.name),
       latenessMicros = lateness,
-      inputSchema = input)
+      inputSchema = input
+    )
   }
 
   private def columns(options: CaseInsensitiveStringMap, name: String): Option[Seq[String]] =

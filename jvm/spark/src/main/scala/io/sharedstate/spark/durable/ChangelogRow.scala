@@ -19,6 +19,7 @@ private[sharedstate] final case class ChangelogRow(
 }
 
 private[sharedstate] object ChangelogRow {
+
   /** The physical columns of `rows`, in [[ChangelogSchema.physical]] order. */
   def columns(rows: IndexedSeq[ChangelogRow]): IndexedSeq[Array[_ <: AnyRef]] = IndexedSeq(
     rows.map(_.writer).toArray,
@@ -31,7 +32,8 @@ private[sharedstate] object ChangelogRow {
     rows.map(_.event).toArray,
     rows.map(_.updateProgress).toArray,
     rows.map(_.writerProgress).toArray,
-    rows.map(_.commitSeq).toArray)
+    rows.map(_.commitSeq).toArray
+  )
 }
 
 /** A Parquet file a task (or the driver) wrote into the changelog, not yet committed to it. */

@@ -13,6 +13,7 @@ import scala.jdk.CollectionConverters._
  * -/+ infinity are Long.MinValue/Long.MaxValue.
  */
 private[sharedstate] object ChangelogSchema {
+
   /** The partition of progress events and key-less rows. */
   val JournalPartition: Int = -1
 
@@ -38,18 +39,19 @@ private[sharedstate] object ChangelogSchema {
 
   /** The columns of the Parquet files (the partition column lives in the Delta log, not in the files). */
   val physical: StructType = new StructType(Seq(
-    new StructField(Writer, StringType.STRING, false),
-    new StructField(Epoch, LongType.LONG, false),
-    new StructField(Task, IntegerType.INTEGER, false),
-    new StructField(Seq_, IntegerType.INTEGER, false), // order within the task (or within the commit, for events)
-    new StructField(Key, BinaryType.BINARY, true), // UnsafeRow bytes of the key; null: rejected for a null key
-    new StructField(Timestamp, LongType.LONG, true), // event time; null: rejected for a null time
-    new StructField(Value, BinaryType.BINARY, true), // UnsafeRow bytes of the value
-    new StructField(Event, StringType.STRING, true), // null for updates
-    new StructField(UpdateProgress, LongType.LONG, true), // commit: the U that decided lateness
-    new StructField(WriterProgress, LongType.LONG, true), // commit: the writer's progress after it; register: its start
-    new StructField(CommitSeq, LongType.LONG, true) // events: their order, across writers
-  ).asJava)
+      new StructField(Writer, StringType.STRING, false),
+      new StructField(Epoch, LongType.LONG, false),
+      new StructField(Task, IntegerType.INTEGER, false),
+      new StructField(Seq_, IntegerType.INTEGER, false), // order within the task (or within the commit, for events)
+      new StructField(Key, BinaryType.BINARY, true), // UnsafeRow bytes of the key; null: rejected for a null key
+      new StructField(Timestamp, LongType.LONG, true), // event time; null: rejected for a null time
+      new StructField(Value, BinaryType.BINARY, true), // UnsafeRow bytes of the value
+      new StructField(Event, StringType.STRING, true), // null for updates
+      new StructField(UpdateProgress, LongType.LONG, true), // commit: the U that decided lateness
+      new StructField(WriterProgress, LongType.LONG,
+        true), // commit: the writer's progress after it; register: its start
+      new StructField(CommitSeq, LongType.LONG, true) // events: their order, across writers
+    ).asJava)
 
   val table: StructType = physical.add(new StructField(Partition, IntegerType.INTEGER, false))
 

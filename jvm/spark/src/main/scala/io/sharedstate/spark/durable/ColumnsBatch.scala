@@ -7,7 +7,8 @@ import io.delta.kernel.types.{DataType, StructType}
  * A Kernel ColumnarBatch over plain arrays, one per column (boxed where a column can be null), so a
  * task's rows go to Kernel's Parquet writer without any internal Kernel class.
  */
-private[sharedstate] final class ColumnsBatch(schema: StructType, columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int) extends ColumnarBatch {
+private[sharedstate] final class ColumnsBatch(schema: StructType, columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int)
+    extends ColumnarBatch {
   require(columns.length == schema.length(), s"${columns.length} columns for a schema of ${schema.length()}")
 
   override def getSchema: StructType = schema

@@ -58,7 +58,8 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
    * The rows of `partition` at `version` (default: latest), in no particular order; only from the
    * data files whose path `readFile` accepts.
    */
-  def readPartition(partition: Int, version: Option[Long] = None, readFile: String => Boolean = _ => true): IndexedSeq[ChangelogRow] = {
+  def readPartition(partition: Int, version: Option[Long] = None, readFile: String => Boolean = _ => true)
+      : IndexedSeq[ChangelogRow] = {
     val snapshot = version.fold(table.getLatestSnapshot(engine))(v => table.getSnapshotAsOfVersion(engine, v))
     val filter = new Predicate("=", new Column(ChangelogSchema.Partition), Literal.ofInt(partition))
     KernelTables.scan(engine, snapshot, Some(filter), ChangelogSchema.physical, readFile)(toChangelogRow)
@@ -72,19 +73,22 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
    */
   def filesAddedAfter(after: Long, upTo: Long): Option[Map[String, Long]] =
     if (after >= upTo) Some(Map.empty)
-    else try {
-      val out = Map.newBuilder[String, Long]
-      val changes = table.asInstanceOf[TableImpl].getChanges(engine, after + 1, upTo, java.util.Set.of(DeltaAction.ADD))
-      try changes.asScala.foreach { batch =>
-        val versions = batch.getColumnVector(batch.getSchema.indexOf("version"))
-        val adds = batch.getColumnVector(batch.getSchema.indexOf(DeltaAction.ADD.colName))
-        val paths = adds.getChild(DeltaAction.ADD.schema.indexOf("path"))
-        (0 until batch.getSize).foreach { i =>
-          if (!adds.isNullAt(i)) out += fileName(paths.getString(i)) -> versions.getLong(i)
-        }
-      } finally changes.close()
-      Some(out.result())
-    } catch { case _: KernelException => None }
+    else
+      try {
+        val out = Map.newBuilder[String, Long]
+        val changes =
+          table.asInstanceOf[TableImpl].getChanges(engine, after + 1, upTo, java.util.Set.of(DeltaAction.ADD))
+        try changes.asScala.foreach { batch =>
+            val versions = batch.getColumnVector(batch.getSchema.indexOf("version"))
+            val adds = batch.getColumnVector(batch.getSchema.indexOf(DeltaAction.ADD.colName))
+            val paths = adds.getChild(DeltaAction.ADD.schema.indexOf("path"))
+            (0 until batch.getSize).foreach { i =>
+              if (!adds.isNullAt(i)) out += fileName(paths.getString(i)) -> versions.getLong(i)
+            }
+          }
+        finally changes.close()
+        Some(out.result())
+      } catch { case _: KernelException => None }
 
   /** The paths of the data files of `version`. */
   def filesOf(version: Long): Set[String] = {
@@ -117,13 +121,15 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
       val status = new DataFileStatus(f.path, f.size, f.modificationTime, Optional.empty())
       val context = Transaction.getWriteContext(engine, txnState, partitionValue(f.partition))
       val it = Transaction.generateAppendActions(engine, txnState, Utils.singletonCloseableIterator(status), context)
-      try it.asScala.toList finally it.close()
+      try it.asScala.toList
+      finally it.close()
     }
     KernelTables.commit(engine, txn, actions)
   }
 }
 
 private[sharedstate] object DeltaChangelog {
+
   /** A data file's name: unique within the table, and the same in a log entry (relative) and a scan (absolute). */
   def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
 
@@ -135,7 +141,8 @@ private[sharedstate] object DeltaChangelog {
     new DeltaChangelog(path, hadoopConf)
   }
 
-  def exists(path: String, hadoopConf: Configuration): Boolean = KernelTables.exists(DefaultEngine.create(hadoopConf), path)
+  def exists(path: String, hadoopConf: Configuration): Boolean =
+    KernelTables.exists(DefaultEngine.create(hadoopConf), path)
 
   private def partitionValue(p: Int): java.util.Map[String, Literal] =
     java.util.Map.of(ChangelogSchema.Partition, Literal.ofInt(p))
@@ -144,9 +151,18 @@ private[sharedstate] object DeltaChangelog {
     val r = new KernelTables.Named(row)
     import ChangelogSchema._
     ChangelogRow(
-      partition = r.int(Partition), writer = r.string(Writer), epoch = r.long(Epoch), task = r.int(Task), seq = r.int(Seq_),
-      key = r.binary(Key), timestamp = r.longOrNull(Timestamp), value = r.binary(Value), event = r.string(Event),
-      updateProgress = r.longOrNull(UpdateProgress), writerProgress = r.longOrNull(WriterProgress),
-      commitSeq = r.longOrNull(CommitSeq))
+      partition = r.int(Partition),
+      writer = r.string(Writer),
+      epoch = r.long(Epoch),
+      task = r.int(Task),
+      seq = r.int(Seq_),
+      key = r.binary(Key),
+      timestamp = r.longOrNull(Timestamp),
+      value = r.binary(Value),
+      event = r.string(Event),
+      updateProgress = r.longOrNull(UpdateProgress),
+      writerProgress = r.longOrNull(WriterProgress),
+      commitSeq = r.longOrNull(CommitSeq)
+    )
   }
 }

@@ -14,11 +14,14 @@ import ChangelogSchema.{Events, JournalPartition}
  * @param version the changelog version recovery read (it holds every event before `nextSeq`)
  * @param rejectedAtOpen the last event whose rejections the rejected table held when the State was opened
  */
-private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget, rejectedTable: RejectedTable,
-    nextSeq: Long, version: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L) extends StateJournal {
+private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog, target: ChangelogTarget,
+    rejectedTable: RejectedTable,
+    nextSeq: Long, version: Long, lease: OwnerLease, rejectedAtOpen: Long = -1L)
+    extends StateJournal {
   private var seq = nextSeq // only touched under the State's commit lock
   private var committedVersion = version // likewise
-  @volatile private var rejectedThrough = rejectedAtOpen // the last event whose rejections went to the rejected table with its guard
+  @volatile private var rejectedThrough =
+    rejectedAtOpen // the last event whose rejections went to the rejected table with its guard
   // A failed rejected-table commit: the State applied a step whose rejections are not durable, so it
   // takes no further step (nor snapshot) until it is reopened and recovery writes them.
   @volatile private var broken: Option[Throwable] = None
@@ -47,14 +50,16 @@ private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog
       case fs: Seq[_] => fs.map { case f: ChangelogFile => f; case other => unexpected(other) }
       case other => unexpected(other)
     }
-    val events = Seq(event(Events.Commit, c.writer, c.epoch, updateProgress = c.updateProgress, writerProgress = c.writerProgress)) ++
+    val events = Seq(event(Events.Commit, c.writer, c.epoch, updateProgress = c.updateProgress,
+        writerProgress = c.writerProgress)) ++
       (if (c.finish) Seq(event(Events.Finish, c.writer, c.epoch)) else Nil)
     val committed = log.commitEpoch(c.writer, c.epoch, files ++ eventFile(events))
     committed.foreach(committedVersion = _)
     if (committed.isEmpty) {
-      throw new SharedStateException(s"State '$state': epoch ${c.epoch} of writer '${c.writer}' is already in the changelog " +
-        s"at ${log.path}, but this State had not applied it. Another application may be writing the same State root; " +
-        "reopen the State (State.get) to recover what the changelog holds.")
+      throw new SharedStateException(
+        s"State '$state': epoch ${c.epoch} of writer '${c.writer}' is already in the changelog " +
+          s"at ${log.path}, but this State had not applied it. Another application may be writing the same State root; " +
+          "reopen the State (State.get) to recover what the changelog holds.")
     }
   }
 
@@ -84,16 +89,31 @@ private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog
       s"(its lease was taken over by ${lease.owner.map(_.describe).getOrElse("another application")}); it takes no " +
       "further commits. Stop it, or open the State read-only.")
     broken.foreach { e =>
-    throw new SharedStateException(s"State '$state': writing its rejected updates to ${rejectedTable.path} failed " +
-      s"(${e.getMessage}); the State takes no further commits in this application. Reopen it (State.get) to recover " +
-      "them from the changelog.", e)
+      throw new SharedStateException(
+        s"State '$state': writing its rejected updates to ${rejectedTable.path} failed " +
+          s"(${e.getMessage}); the State takes no further commits in this application. Reopen it (State.get) to recover " +
+          "them from the changelog.",
+        e
+      )
     }
   }
 
   private def event(kind: String, writer: String, epoch: Long, updateProgress: java.lang.Long = null,
       writerProgress: java.lang.Long = null): ChangelogRow = {
-    val row = ChangelogRow(JournalPartition, writer, epoch, task = -1, seq = 0, key = null, timestamp = null, value = null,
-      event = kind, updateProgress = updateProgress, writerProgress = writerProgress, commitSeq = java.lang.Long.valueOf(seq))
+    val row = ChangelogRow(
+      JournalPartition,
+      writer,
+      epoch,
+      task = -1,
+      seq = 0,
+      key = null,
+      timestamp = null,
+      value = null,
+      event = kind,
+      updateProgress = updateProgress,
+      writerProgress = writerProgress,
+      commitSeq = java.lang.Long.valueOf(seq)
+    )
     seq += 1
     row
   }

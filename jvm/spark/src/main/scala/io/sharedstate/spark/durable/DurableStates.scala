@@ -18,11 +18,13 @@ import org.apache.spark.sql.SparkSession
  * match, and its partitions are rebuilt from the changelog before anyone can use it.
  */
 private[sharedstate] object DurableStates extends Logging {
+
   /**
    * A durable State of this application. `readOnly`: why it is read-only (then it has a follower and
    * no snapshotter), or None when this application owns the root (then it holds the lease).
    */
-  private final case class Durable(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget, rejected: RejectedTable,
+  private final case class Durable(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
+      rejected: RejectedTable,
       snapshotter: Option[Snapshotter], schedule: Option[ScheduledExecutorService], lease: OwnerLease,
       readOnly: Option[String], follower: Option[StateFollower]) {
     def stop(): Unit = {
@@ -114,7 +116,8 @@ private[sharedstate] object DurableStates extends Logging {
       mode: Mode): DurableTables = {
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
-    val lease = new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, SharedStateConf.OwnerLease.read(spark))
+    val lease =
+      new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, SharedStateConf.OwnerLease.read(spark))
     val readOnly = takeLease(spec.name, root, lease, mode)
     try {
       val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
@@ -125,11 +128,16 @@ private[sharedstate] object DurableStates extends Logging {
   }
 
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
-  def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit = synchronized {
-    val snapshotter = new Snapshotter(spark, source, tables.log, tables.snapshots, SharedStateConf.SnapshotsRetained.read(spark))
-    open.put(name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
-      schedule(spark, name, snapshotter), tables.lease, None, None))
-  }
+  def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit =
+    synchronized {
+      val snapshotter =
+        new Snapshotter(spark, source, tables.log, tables.snapshots, SharedStateConf.SnapshotsRetained.read(spark))
+      open.put(
+        name,
+        Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
+          schedule(spark, name, snapshotter), tables.lease, None, None)
+      )
+    }
 
   /**
    * A read-only State of a cluster application (`tables.readOnly` set): recovered from the tables in
@@ -137,14 +145,16 @@ private[sharedstate] object DurableStates extends Logging {
    * driver hosts its partitions; tasks reach them over RPC). Registered here like a local one.
    */
   def followCluster(spark: SparkSession, spec: StateSpec, tables: DurableTables): State = synchronized {
-    val why = tables.readOnly.getOrElse(throw new IllegalArgumentException(s"State '${spec.name}': tables opened as owner"))
+    val why =
+      tables.readOnly.getOrElse(throw new IllegalArgumentException(s"State '${spec.name}': tables opened as owner"))
     val state = new State(spec)
     try {
       val recovered = StateRecovery.replay(state, tables.log, Some(tables.snapshots), rejected = None)
       state.attachJournal(new ReadOnlyJournal(spec.name, tables.root, why))
       val follower = new StateFollower(state, tables.log, recovered, SharedStateConf.FollowInterval.read(spark))
-      open.put(spec.name, Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, None, None,
-        tables.lease, Some(why), Some(follower)))
+      open.put(spec.name,
+        Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, None, None,
+          tables.lease, Some(why), Some(follower)))
       state
     } catch { case e: Throwable => state.close(); throw e }
   }
@@ -156,8 +166,7 @@ private[sharedstate] object DurableStates extends Logging {
       if (stored != spec) throw new SharedStateException(s"State '${spec.name}' already exists under $root with a " +
         s"different definition: ${MetadataTable.toJson(stored)}; asked for ${MetadataTable.toJson(spec)}. Use State.get to " +
         "open it, or another root or name.")
-    }
-    else MetadataTable.create(metadata, spec, conf)
+    } else MetadataTable.create(metadata, spec, conf)
   }
 
   /**
@@ -170,8 +179,9 @@ private[sharedstate] object DurableStates extends Logging {
       readOnly: Option[Boolean] = None): Option[State] = synchronized {
     StateSpec.validateName(name)
     registry.find(name).map { s =>
-      if (readOnly.contains(false)) this.readOnly(name).foreach(why => throw ReadOnlyJournal.error(name, root, why,
-        "it cannot be opened for writing while it is open read-only; drop it here first"))
+      if (readOnly.contains(false)) this.readOnly(name).foreach(why =>
+        throw ReadOnlyJournal.error(name, root, why,
+          "it cannot be opened for writing while it is open read-only; drop it here first"))
       s
     }.orElse {
       val conf = spark.sessionState.newHadoopConf()
@@ -190,9 +200,9 @@ private[sharedstate] object DurableStates extends Logging {
   /** Takes a snapshot round of the durable State `name` now (see [[Snapshotter]]). */
   def snapshot(name: String): SnapshotRound = Option(open.get(name)) match {
     case None => throw new SharedStateException(s"State '$name' is not durable in this application: it has no root " +
-      s"(create it with a root, or set ${SharedStateConf.Root.key}).")
+        s"(create it with a root, or set ${SharedStateConf.Root.key}).")
     case Some(d) => d.snapshotter.map(_.round()).getOrElse(
-      throw ReadOnlyJournal.error(name, d.root, d.readOnly.getOrElse("read-only"), "it takes no snapshots"))
+        throw ReadOnlyJournal.error(name, d.root, d.readOnly.getOrElse("read-only"), "it takes no snapshots"))
   }
 
   /** How a durable State is opened: read-only, as owner if no other application owns the root, or as owner (waiting up to `waitMs`). */
@@ -216,10 +226,10 @@ private[sharedstate] object DurableStates extends Logging {
     case ReadOnly => Some("opened with read_only")
     case OwnerIfFree => lease.acquire(0L).map(o => s"${o.describe} owns it")
     case Owner(waitMs) => lease.acquire(waitMs).map { o =>
-      throw new SharedStateException(s"State '$name' under $root is owned by ${o.describe}; a second " +
-        s"application cannot write it. Open it read-only there (State.get(spark, '$name', read_only=True)) or " +
-        s"stop that application (its lease runs out ${SharedStateConf.OwnerLease.key} after its last renewal).")
-    }
+        throw new SharedStateException(s"State '$name' under $root is owned by ${o.describe}; a second " +
+          s"application cannot write it. Open it read-only there (State.get(spark, '$name', read_only=True)) or " +
+          s"stop that application (its lease runs out ${SharedStateConf.OwnerLease.key} after its last renewal).")
+      }
   }
 
   private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode,
@@ -229,45 +239,63 @@ private[sharedstate] object DurableStates extends Logging {
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
-    val DurableTables(_, log, snapshots, target, rejected, lease, readOnly) = openTables(spark, spec, dir, root, conf, mode)
+    val DurableTables(_, log, snapshots, target, rejected, lease, readOnly) =
+      openTables(spark, spec, dir, root, conf, mode)
     var journal: DeltaJournal = null
     var recovered: Recovered = null
-    val state = try registry.create(spec, { s =>
-      val started = System.nanoTime()
-      // A read-only State leaves the rejected table to its owner.
-      // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.
-      recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None,
-        trackChanges = readOnly.isEmpty && SharedStateConf.SnapshotFullEvery.read(spark) > 1)
-      readOnly match {
-        case None =>
-          journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
-          s.attachJournal(journal)
-        case Some(why) => s.attachJournal(new ReadOnlyJournal(spec.name, root, why))
-      }
-      logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
-        s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting, ${recovered.dataFilesRead} changelog files read)" + readOnly.fold("")(w => s", read-only: $w"))
-    }) catch { case e: Throwable => lease.release(); throw e }
+    val state =
+      try registry.create(
+          spec,
+          { s =>
+            val started = System.nanoTime()
+            // A read-only State leaves the rejected table to its owner.
+            // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.
+            recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None,
+              trackChanges = readOnly.isEmpty && SharedStateConf.SnapshotFullEvery.read(spark) > 1)
+            readOnly match {
+              case None =>
+                journal =
+                  new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
+                s.attachJournal(journal)
+              case Some(why) => s.attachJournal(new ReadOnlyJournal(spec.name, root, why))
+            }
+            logInfo(s"State ${spec.name}: recovered from ${dir} in ${(System.nanoTime() - started) / 1000000} ms " +
+              s"(${s.metrics.keys} keys, ${s.metrics.updatesStaged} updates waiting, ${recovered.dataFilesRead} changelog files read)" + readOnly
+                .fold("")(w => s", read-only: $w"))
+          }
+        )
+      catch { case e: Throwable => lease.release(); throw e }
     if (readOnly.nonEmpty) {
       val follower = new StateFollower(state, log, recovered, SharedStateConf.FollowInterval.read(spark))
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
-    val snapshotter = new Snapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, SharedStateConf.SnapshotsRetained.read(spark),
-      SharedStateConf.SnapshotFullEvery.read(spark), recovered.chains)
+    val snapshotter = new Snapshotter(
+      spark,
+      SnapshotSource.local(state, journal),
+      log,
+      snapshots,
+      SharedStateConf.SnapshotsRetained.read(spark),
+      SharedStateConf.SnapshotFullEvery.read(spark),
+      recovered.chains
+    )
     val schedule = this.schedule(spark, spec.name, snapshotter)
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
 
   // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
-  private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
+  private def schedule(
+      spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
     val intervalMs = SharedStateConf.SnapshotInterval.read(spark)
-    if (intervalMs <= 0) None else Some {
+    if (intervalMs <= 0) None
+    else Some {
       val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
         val t = new Thread(r, s"sharedstate-snapshots-$name"); t.setDaemon(true); t
       }
       executor.scheduleWithFixedDelay(() =>
-        try snapshotter.round() catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) },
+          try snapshotter.round()
+          catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) },
         intervalMs, intervalMs, TimeUnit.MILLISECONDS)
       executor
     }
@@ -295,5 +323,6 @@ private[sharedstate] object DurableStates extends Logging {
 }
 
 /** The Delta tables of one durable State under its root; `readOnly`: why this application only reads them (None: it owns the root). */
-private[sharedstate] final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable, target: ChangelogTarget,
+private[sharedstate] final case class DurableTables(root: String, log: DeltaChangelog, snapshots: SnapshotTable,
+    target: ChangelogTarget,
     rejected: RejectedTable, lease: OwnerLease, readOnly: Option[String] = None)

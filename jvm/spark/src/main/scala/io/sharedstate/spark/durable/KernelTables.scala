@@ -44,7 +44,8 @@ private[sharedstate] object KernelTables {
     val written = engine.getParquetHandler.writeParquetFiles(context.getTargetDirectory,
       Utils.singletonCloseableIterator(batch), java.util.List.of())
     val actions = Transaction.generateAppendActions(engine, txnState, written, context)
-    try actions.asScala.toList finally actions.close()
+    try actions.asScala.toList
+    finally actions.close()
   }
 
   def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long =
@@ -64,22 +65,26 @@ private[sharedstate] object KernelTables {
     val out = ArrayBuffer.empty[T]
     val scanFiles = scan.getScanFiles(engine)
     try scanFiles.asScala.foreach { fileBatch =>
-      val fileRows = fileBatch.getRows
-      try fileRows.asScala.foreach { scanFile =>
-        val status = InternalScanFileUtils.getAddFileStatus(scanFile)
-        if (readFile(status.getPath)) {
-        val data = engine.getParquetHandler
-          .readParquetFiles(Utils.singletonCloseableIterator(status), physical,
-            Optional.empty())
-          .map[ColumnarBatch](_.getData)
-        val logical = Scan.transformPhysicalData(engine, scanState, scanFile, data)
-        try logical.asScala.foreach { b =>
-          val rows = b.getRows
-          try rows.asScala.foreach(r => out += f(r)) finally rows.close()
-        } finally logical.close()
-        }
-      } finally fileRows.close()
-    } finally scanFiles.close()
+        val fileRows = fileBatch.getRows
+        try fileRows.asScala.foreach { scanFile =>
+            val status = InternalScanFileUtils.getAddFileStatus(scanFile)
+            if (readFile(status.getPath)) {
+              val data = engine.getParquetHandler
+                .readParquetFiles(Utils.singletonCloseableIterator(status), physical,
+                  Optional.empty())
+                .map[ColumnarBatch](_.getData)
+              val logical = Scan.transformPhysicalData(engine, scanState, scanFile, data)
+              try logical.asScala.foreach { b =>
+                  val rows = b.getRows
+                  try rows.asScala.foreach(r => out += f(r))
+                  finally rows.close()
+                }
+              finally logical.close()
+            }
+          }
+        finally fileRows.close()
+      }
+    finally scanFiles.close()
     out.toSeq
   }
 
@@ -89,7 +94,9 @@ private[sharedstate] object KernelTables {
     private def at(name: String): Int = s.indexOf(name)
     def int(name: String): Int = r.getInt(at(name))
     def long(name: String): Long = r.getLong(at(name))
-    def longOrNull(name: String): java.lang.Long = { val i = at(name); if (r.isNullAt(i)) null else java.lang.Long.valueOf(r.getLong(i)) }
+    def longOrNull(name: String): java.lang.Long = {
+      val i = at(name); if (r.isNullAt(i)) null else java.lang.Long.valueOf(r.getLong(i))
+    }
     def binary(name: String): Array[Byte] = { val i = at(name); if (r.isNullAt(i)) null else r.getBinary(i) }
     def string(name: String): String = { val i = at(name); if (r.isNullAt(i)) null else r.getString(i) }
   }

@@ -20,32 +20,38 @@ private[sharedstate] object MetadataTable {
   private val json = new ObjectMapper()
 
   val schema: StructType = new StructType(Seq(
-    new StructField("state", StringType.STRING, false),
-    new StructField("spec", StringType.STRING, false),
-    new StructField("format_version", IntegerType.INTEGER, false),
-    new StructField("created_micros", LongType.LONG, false)).asJava)
+      new StructField("state", StringType.STRING, false),
+      new StructField("spec", StringType.STRING, false),
+      new StructField("format_version", IntegerType.INTEGER, false),
+      new StructField("created_micros", LongType.LONG, false)
+    ).asJava)
 
   def exists(path: String, conf: Configuration): Boolean = DeltaChangelog.exists(path, conf)
 
   /** Creates the table with `spec` in one commit (the table and its row appear together). */
   def create(path: String, spec: StateSpec, conf: Configuration): Unit = {
     val engine = DefaultEngine.create(conf)
-    val txn = Table.forPath(engine, path).createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.CREATE_TABLE)
-      .withSchema(engine, schema).build(engine)
-    val columns = IndexedSeq[Array[_ <: AnyRef]](Array(spec.name), Array(toJson(spec)), Array(Integer.valueOf(FormatVersion)),
-      Array(java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)))
+    val txn =
+      Table.forPath(engine, path).createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.CREATE_TABLE)
+        .withSchema(engine, schema).build(engine)
+    val columns =
+      IndexedSeq[Array[_ <: AnyRef]](Array(spec.name), Array(toJson(spec)), Array(Integer.valueOf(FormatVersion)),
+        Array(java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)))
     KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, txn, Map.empty, schema, columns, 1))
   }
 
   /** The definition stored at `path`. */
   def read(path: String, conf: Configuration): StateSpec = {
     val engine = DefaultEngine.create(conf)
-    val snapshot = try Table.forPath(engine, path).getLatestSnapshot(engine) catch {
-      case _: TableNotFoundException => throw new SharedStateException(s"No State metadata table at $path.")
-    }
+    val snapshot =
+      try Table.forPath(engine, path).getLatestSnapshot(engine)
+      catch {
+        case _: TableNotFoundException => throw new SharedStateException(s"No State metadata table at $path.")
+      }
     KernelTables.scan(engine, snapshot, None, schema)(readRow) match {
       case Seq(spec) => spec
-      case other => throw new SharedStateException(s"The State metadata table at $path holds ${other.size} definitions; expected one.")
+      case other => throw new SharedStateException(
+          s"The State metadata table at $path holds ${other.size} definitions; expected one.")
     }
   }
 
@@ -57,17 +63,18 @@ private[sharedstate] object MetadataTable {
   }
 
   def toJson(spec: StateSpec): String = json.writeValueAsString(Map[String, Any](
-    "name" -> spec.name,
-    "keySchema" -> spec.keySchema,
-    "valueSchema" -> spec.valueSchema,
-    "partitions" -> spec.partitions,
-    "updateRule" -> spec.updateRule,
-    "fetchRules" -> spec.fetchRules.asJava,
-    "compaction" -> spec.compaction,
-    "lateness" -> spec.lateness,
-    "memoryLimitBytes" -> spec.memoryLimitBytes,
-    "compactionIntervalMs" -> spec.compactionIntervalMs,
-    "compactionBatch" -> spec.compactionBatch).asJava)
+      "name" -> spec.name,
+      "keySchema" -> spec.keySchema,
+      "valueSchema" -> spec.valueSchema,
+      "partitions" -> spec.partitions,
+      "updateRule" -> spec.updateRule,
+      "fetchRules" -> spec.fetchRules.asJava,
+      "compaction" -> spec.compaction,
+      "lateness" -> spec.lateness,
+      "memoryLimitBytes" -> spec.memoryLimitBytes,
+      "compactionIntervalMs" -> spec.compactionIntervalMs,
+      "compactionBatch" -> spec.compactionBatch
+    ).asJava)
 
   def fromJson(text: String): StateSpec = {
     val n = json.readTree(text)
@@ -82,6 +89,7 @@ private[sharedstate] object MetadataTable {
       lateness = n.get("lateness").asText,
       memoryLimitBytes = n.get("memoryLimitBytes").asLong,
       compactionIntervalMs = n.get("compactionIntervalMs").asLong,
-      compactionBatch = n.get("compactionBatch").asInt)
+      compactionBatch = n.get("compactionBatch").asInt
+    )
   }
 }

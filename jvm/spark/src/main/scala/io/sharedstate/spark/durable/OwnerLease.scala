@@ -9,8 +9,10 @@ import org.apache.spark.internal.Logging
 import scala.util.Try
 
 /** Who owns a State's root: the application, when it last renewed the lease, whether it let go. */
-private[sharedstate] final case class LeaseOwner(generation: Long, app: String, appName: String, renewedMs: Long, leaseMs: Long,
+private[sharedstate] final case class LeaseOwner(generation: Long, app: String, appName: String, renewedMs: Long,
+    leaseMs: Long,
     released: Boolean) {
+
   /** The owner's own lease length decides (applications may configure different ones). */
   def liveAt(nowMs: Long): Boolean = !released && nowMs - renewedMs <= leaseMs
   def describe: String = s"application $app ($appName), lease renewed at ${java.time.Instant.ofEpochMilli(renewedMs)}"
@@ -24,7 +26,8 @@ private[sharedstate] final case class LeaseOwner(generation: Long, app: String, 
  * for `leaseMs` (the owner died) or was released (it stopped). An owner that finds a newer generation
  * than its own has lost the State and writes nothing more.
  */
-private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long) extends Logging {
+private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long)
+    extends Logging {
   import OwnerLease._
   private val fs = dir.getFileSystem(conf)
   @volatile private var generation = -1L
@@ -81,13 +84,15 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
   }
 
   private def renew(): Unit = synchronized {
-    if (held) try {
-      if (latestGeneration.exists(_ > generation)) {
-        logWarning(s"Lost the lease of ${dir.getParent}: ${owner.map(_.describe).getOrElse("another application")} took it over.")
-        generation = -1L
-        renewer.foreach(_.shutdown())
-      } else write(generation, released = false, overwrite = true)
-    } catch { case e: Exception => logWarning(s"Could not renew the lease of ${dir.getParent}", e) }
+    if (held)
+      try {
+        if (latestGeneration.exists(_ > generation)) {
+          logWarning(
+            s"Lost the lease of ${dir.getParent}: ${owner.map(_.describe).getOrElse("another application")} took it over.")
+          generation = -1L
+          renewer.foreach(_.shutdown())
+        } else write(generation, released = false, overwrite = true)
+      } catch { case e: Exception => logWarning(s"Could not renew the lease of ${dir.getParent}", e) }
   }
 
   private def latestGeneration: Option[Long] =
@@ -97,11 +102,21 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
   private def file(g: Long): Path = new Path(dir, f"$g%020d.json")
 
   private def write(g: Long, released: Boolean, overwrite: Boolean): Unit = {
-    val text = json.writeValueAsString(java.util.Map.of("app", app, "app_name", appName,
-      "renewed_ms", java.lang.Long.valueOf(System.currentTimeMillis()), "lease_ms", java.lang.Long.valueOf(leaseMs),
-      "released", java.lang.Boolean.valueOf(released)))
+    val text = json.writeValueAsString(java.util.Map.of(
+        "app",
+        app,
+        "app_name",
+        appName,
+        "renewed_ms",
+        java.lang.Long.valueOf(System.currentTimeMillis()),
+        "lease_ms",
+        java.lang.Long.valueOf(leaseMs),
+        "released",
+        java.lang.Boolean.valueOf(released)
+      ))
     val out = fs.create(file(g), overwrite)
-    try out.write(text.getBytes(UTF_8)) finally out.close()
+    try out.write(text.getBytes(UTF_8))
+    finally out.close()
   }
 
   // A file being rewritten by its owner may be read empty: read again (it is a live owner meanwhile).
@@ -110,12 +125,16 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
     while (true) {
       val parsed = Try {
         val in = fs.open(file(g))
-        val n = try json.readTree(in) finally in.close()
-        LeaseOwner(g, n.get("app").asText, n.get("app_name").asText, n.get("renewed_ms").asLong, n.get("lease_ms").asLong,
+        val n =
+          try json.readTree(in)
+          finally in.close()
+        LeaseOwner(g, n.get("app").asText, n.get("app_name").asText, n.get("renewed_ms").asLong,
+          n.get("lease_ms").asLong,
           n.get("released").asBoolean)
       }
       if (parsed.isSuccess || attempt >= 20) {
-        return parsed.getOrElse(LeaseOwner(g, "unknown", "unknown", System.currentTimeMillis(), leaseMs, released = false))
+        return parsed.getOrElse(LeaseOwner(g, "unknown", "unknown", System.currentTimeMillis(), leaseMs,
+            released = false))
       }
       attempt += 1
       Thread.sleep(25)

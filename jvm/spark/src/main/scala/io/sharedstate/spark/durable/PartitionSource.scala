@@ -8,7 +8,8 @@ import org.apache.spark.util.SerializableConfiguration
  * (their paths and the Hadoop configuration, sent with the hosting message). The tables must be on a
  * file system every executor sees. Read with Delta Kernel on the host; the host never writes them.
  */
-private[sharedstate] final case class PartitionSource(changelogPath: String, snapshotsPath: String, hadoopConf: SerializableConfiguration) {
+private[sharedstate] final case class PartitionSource(changelogPath: String, snapshotsPath: String,
+    hadoopConf: SerializableConfiguration) {
   @transient private lazy val log = DeltaChangelog.openOrCreate(changelogPath, hadoopConf.value)
   @transient private lazy val snapshots = SnapshotTable.openOrCreate(snapshotsPath, hadoopConf.value)
 

@@ -9,7 +9,8 @@ import io.sharedstate.core.{JournalCommit, SharedStateException, StateJournal}
  */
 private[sharedstate] final class ReadOnlyJournal(state: String, root: String, why: String) extends StateJournal {
   override def writerRegistered(writer: String, frontier: Long): Unit = refuse(s"writer '$writer' cannot join")
-  override def epochCommitting(c: JournalCommit): Unit = refuse(s"epoch ${c.epoch} of writer '${c.writer}' cannot commit")
+  override def epochCommitting(c: JournalCommit): Unit =
+    refuse(s"epoch ${c.epoch} of writer '${c.writer}' cannot commit")
   override def writerFinished(writer: String): Unit = refuse(s"writer '$writer' cannot finish")
   override def writerDeregistered(writer: String): Unit = refuse(s"writer '$writer' cannot deregister")
 

@@ -38,16 +38,23 @@ private[sharedstate] final class RejectedTable private (val path: String, conf: 
     def col[T <: AnyRef](f: ((Long, RejectedUpdate), Int) => T)(implicit tag: scala.reflect.ClassTag[T]): Array[T] =
       rows.zipWithIndex.map { case (r, i) => f(r, i) }.toArray
     val columns = IndexedSeq[Array[_ <: AnyRef]](
-      col((r, _) => java.lang.Long.valueOf(r._1)), col((_, i) => Integer.valueOf(i)),
-      col((r, _) => r._2.writer), col((r, _) => java.lang.Long.valueOf(r._2.epoch)), col((r, _) => r._2.reason),
-      col((r, _) => r._2.key), col((r, _) => r._2.time), col((r, _) => r._2.value),
-      col((r, _) => java.lang.Long.valueOf(r._2.updateProgressAtArrival)))
+      col((r, _) => java.lang.Long.valueOf(r._1)),
+      col((_, i) => Integer.valueOf(i)),
+      col((r, _) => r._2.writer),
+      col((r, _) => java.lang.Long.valueOf(r._2.epoch)),
+      col((r, _) => r._2.reason),
+      col((r, _) => r._2.key),
+      col((r, _) => r._2.time),
+      col((r, _) => r._2.value),
+      col((r, _) => java.lang.Long.valueOf(r._2.updateProgressAtArrival))
+    )
     KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, txn, Map.empty, schema, columns, n))
     true
   } catch { case _: ConcurrentTransactionException => false })
 
   /** The last journal event whose rejections the table holds (-1: none). */
-  def lastEvent: Long = table.getLatestSnapshot(engine).getLatestTransactionVersion(engine, TxnApp).toScala.map(_.longValue).getOrElse(-1L)
+  def lastEvent: Long =
+    table.getLatestSnapshot(engine).getLatestTransactionVersion(engine, TxnApp).toScala.map(_.longValue).getOrElse(-1L)
 
   /** Every rejection, in the order the State rejected them. */
   def readAll(): Seq[RejectedUpdate] =
@@ -72,16 +79,16 @@ private[sharedstate] object RejectedTable {
   val UpdateProgress = "update_progress"
 
   val schema: StructType = new StructType(Seq(
-    new StructField(CommitSeq, LongType.LONG, false), // the journal event during which it was rejected
-    new StructField(Seq_, IntegerType.INTEGER, false), // order within that event
-    new StructField(Writer, StringType.STRING, false),
-    new StructField(Epoch, LongType.LONG, false),
-    new StructField(Reason, StringType.STRING, false), // late, null_key, null_time, rule_failed: <message>
-    new StructField(Key, BinaryType.BINARY, true), // UnsafeRow bytes; null for a null key
-    new StructField(Timestamp, LongType.LONG, true), // event time (micros); null for a null time
-    new StructField(Value, BinaryType.BINARY, true),
-    new StructField(UpdateProgress, LongType.LONG, false) // the U that decided it (-/+inf: Long.Min/MaxValue)
-  ).asJava)
+      new StructField(CommitSeq, LongType.LONG, false), // the journal event during which it was rejected
+      new StructField(Seq_, IntegerType.INTEGER, false), // order within that event
+      new StructField(Writer, StringType.STRING, false),
+      new StructField(Epoch, LongType.LONG, false),
+      new StructField(Reason, StringType.STRING, false), // late, null_key, null_time, rule_failed: <message>
+      new StructField(Key, BinaryType.BINARY, true), // UnsafeRow bytes; null for a null key
+      new StructField(Timestamp, LongType.LONG, true), // event time (micros); null for a null time
+      new StructField(Value, BinaryType.BINARY, true),
+      new StructField(UpdateProgress, LongType.LONG, false) // the U that decided it (-/+inf: Long.Min/MaxValue)
+    ).asJava)
 
   def openOrCreate(path: String, conf: Configuration): RejectedTable = {
     KernelTables.create(DefaultEngine.create(conf), path, schema, Nil)

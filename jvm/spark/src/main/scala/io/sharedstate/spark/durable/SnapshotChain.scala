@@ -6,8 +6,10 @@ package io.sharedstate.spark.durable
  * included) and their sizes. The snapshotter starts a new chain (a full snapshot) when `links` reaches
  * `spark.sharedstate.snapshot.fullEvery` or the deltas together outgrow the full snapshot.
  */
-private[sharedstate] final case class SnapshotChain(baseId: Long, tipId: Long, links: Int, baseBytes: Long, deltaBytes: Long) {
-  def extended(id: Long, bytes: Long): SnapshotChain = copy(tipId = id, links = links + 1, deltaBytes = deltaBytes + bytes)
+private[sharedstate] final case class SnapshotChain(baseId: Long, tipId: Long, links: Int, baseBytes: Long,
+    deltaBytes: Long) {
+  def extended(id: Long, bytes: Long): SnapshotChain =
+    copy(tipId = id, links = links + 1, deltaBytes = deltaBytes + bytes)
 
   /** Whether the next snapshot may be a delta on this chain, at most `fullEvery` links long. */
   def takesDelta(fullEvery: Int): Boolean = links < fullEvery && deltaBytes < baseBytes

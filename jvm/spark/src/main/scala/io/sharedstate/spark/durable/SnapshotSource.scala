@@ -36,10 +36,12 @@ private[sharedstate] trait SnapshotSource {
  * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
  * `unstored`: hands the changed keys it took back to the partition (it was not stored).
  */
-private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long, changelogVersion: Long,
+private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long,
+    changelogVersion: Long,
     delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => ())
 
 private[sharedstate] object SnapshotSource {
+
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
@@ -48,7 +50,9 @@ private[sharedstate] object SnapshotSource {
     override def encode(p: Int, delta: Boolean): EncodedPartition = {
       val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
-      val bytes = try SnapshotCodec.encode(capture) catch { case e: Throwable => state.returnChanged(capture); throw e }
+      val bytes =
+        try SnapshotCodec.encode(capture)
+        catch { case e: Throwable => state.returnChanged(capture); throw e }
       EncodedPartition(bytes, seq, u, version, delta, capture.entries.length, () => state.returnChanged(capture))
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)

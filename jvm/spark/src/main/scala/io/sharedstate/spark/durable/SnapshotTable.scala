@@ -14,14 +14,17 @@ import scala.jdk.CollectionConverters._
  * `baseId`/`parentId`: None for a full snapshot; for a delta (only the keys changed since `parentId`),
  * the full snapshot its chain starts at and the snapshot it applies on.
  */
-private[sharedstate] final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long, changelogVersion: Option[Long],
+private[sharedstate] final case class StoredSnapshot(partition: Int, id: Long, updateProgress: Long,
+    changelogVersion: Option[Long],
     bytes: Array[Byte], baseId: Option[Long] = None, parentId: Option[Long] = None) {
   def isDelta: Boolean = parentId.nonEmpty
 }
 
 /** A complete stored snapshot without its bytes: what chains and retention are worked out from. */
-private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long], parentId: Option[Long]) {
+private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long],
+    parentId: Option[Long]) {
   def isDelta: Boolean = parentId.nonEmpty
+
   /** The full snapshot this one's chain starts at (itself for a full one). */
   def base: Long = baseId.getOrElse(id)
 }
@@ -49,16 +52,24 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   /** Writes a snapshot; `link`: (base id, parent id) of a delta, None for a full snapshot. */
   def write(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
       link: Option[(Long, Long)] = None): Long = {
-    require(link.isEmpty || recordsChains, s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only")
+    require(link.isEmpty || recordsChains,
+      s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only")
     val chunks = math.max(1, (bytes.length + chunkBytes - 1) / chunkBytes)
-    val data = (0 until chunks).map(c => java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
+    val data = (0 until chunks).map(c =>
+      java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
     val now = java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)
     def longs(v: Option[Long]): Array[java.lang.Long] = Array.fill(chunks)(v.map(java.lang.Long.valueOf).orNull)
     val all = IndexedSeq[Array[_ <: AnyRef]](
-      Array.fill(chunks)(java.lang.Long.valueOf(id)), (0 until chunks).map(Integer.valueOf).toArray,
-      Array.fill(chunks)(Integer.valueOf(chunks)), Array.fill(chunks)(java.lang.Long.valueOf(updateProgress)),
-      data.toArray, Array.fill(chunks)(now), Array.fill(chunks)(java.lang.Long.valueOf(changelogVersion)),
-      longs(link.map(_._1)), longs(link.map(_._2)))
+      Array.fill(chunks)(java.lang.Long.valueOf(id)),
+      (0 until chunks).map(Integer.valueOf).toArray,
+      Array.fill(chunks)(Integer.valueOf(chunks)),
+      Array.fill(chunks)(java.lang.Long.valueOf(updateProgress)),
+      data.toArray,
+      Array.fill(chunks)(now),
+      Array.fill(chunks)(java.lang.Long.valueOf(changelogVersion)),
+      longs(link.map(_._1)),
+      longs(link.map(_._2))
+    )
     // Only the columns the table has (an older table lacks the nullable ones added since).
     val present = table.getLatestSnapshot(engine).getSchema
     val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
@@ -127,15 +138,16 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
     def walk(l: SnapshotLink, acc: List[SnapshotLink]): Option[List[SnapshotLink]] = l.parentId match {
       case None => if (l.id == tip.base) Some(l :: acc) else None
       case Some(parent) => byId.get(parent) match {
-        case Some(p) if p.id < l.id && p.base == tip.base => walk(p, l :: acc)
-        case _ => None
-      }
+          case Some(p) if p.id < l.id && p.base == tip.base => walk(p, l :: acc)
+          case _ => None
+        }
     }
     walk(tip, Nil)
   }
 
   // `keepData`: the snapshots whose data is kept (the others' rows come back without it).
-  private def chunksOf(partition: Int, withData: Boolean, snapshot: io.delta.kernel.Snapshot = table.getLatestSnapshot(engine),
+  private def chunksOf(partition: Int, withData: Boolean,
+      snapshot: io.delta.kernel.Snapshot = table.getLatestSnapshot(engine),
       keepData: Long => Boolean = _ => true): Seq[ChunkRow] = {
     val filter = new Predicate("=", new Column(Partition), Literal.ofInt(partition))
     // A table created before a nullable column existed lacks it: read without it (null).
@@ -149,10 +161,17 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
       val r = new KernelTables.Named(row)
       val id = r.long(SnapshotId)
       val data = if (withData && keepData(id)) r.binary(Data) else null
-      (r.int(Partition), ChunkRow(id, r.int(Chunk), r.int(Chunks), r.long(UpdateProgress), data,
-        if (has(ChangelogVersion)) r.longOrNull(ChangelogVersion) else null,
-        if (has(BaseId)) r.longOrNull(BaseId) else null,
-        if (has(ParentId)) r.longOrNull(ParentId) else null))
+      (r.int(Partition),
+        ChunkRow(
+          id,
+          r.int(Chunk),
+          r.int(Chunks),
+          r.long(UpdateProgress),
+          data,
+          if (has(ChangelogVersion)) r.longOrNull(ChangelogVersion) else null,
+          if (has(BaseId)) r.longOrNull(BaseId) else null,
+          if (has(ParentId)) r.longOrNull(ParentId) else null
+        ))
     }.collect { case (p, chunk) if p == partition => chunk }
   }
 }
@@ -175,17 +194,18 @@ private[sharedstate] object SnapshotTable {
   val DefaultChunkBytes: Int = 4 << 20
 
   val physical: StructType = new StructType(Seq(
-    new StructField(SnapshotId, LongType.LONG, false),
-    new StructField(Chunk, IntegerType.INTEGER, false),
-    new StructField(Chunks, IntegerType.INTEGER, false),
-    new StructField(UpdateProgress, LongType.LONG, false),
-    new StructField(Data, BinaryType.BINARY, false),
-    new StructField(CreatedMicros, LongType.LONG, false),
-    // nullable: tables written before it was recorded read back null (recovery then reads the whole changelog)
-    new StructField(ChangelogVersion, LongType.LONG, true),
-    // null for a full snapshot; for a delta, the full snapshot its chain starts at and the snapshot it applies on
-    new StructField(BaseId, LongType.LONG, true),
-    new StructField(ParentId, LongType.LONG, true)).asJava)
+      new StructField(SnapshotId, LongType.LONG, false),
+      new StructField(Chunk, IntegerType.INTEGER, false),
+      new StructField(Chunks, IntegerType.INTEGER, false),
+      new StructField(UpdateProgress, LongType.LONG, false),
+      new StructField(Data, BinaryType.BINARY, false),
+      new StructField(CreatedMicros, LongType.LONG, false),
+      // nullable: tables written before it was recorded read back null (recovery then reads the whole changelog)
+      new StructField(ChangelogVersion, LongType.LONG, true),
+      // null for a full snapshot; for a delta, the full snapshot its chain starts at and the snapshot it applies on
+      new StructField(BaseId, LongType.LONG, true),
+      new StructField(ParentId, LongType.LONG, true)
+    ).asJava)
 
   // The columns of tables created before changelog_version, and before base_id/parent_id.
   private[durable] val withoutChangelogVersion: StructType =

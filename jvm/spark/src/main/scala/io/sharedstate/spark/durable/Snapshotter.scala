@@ -11,7 +11,8 @@ import org.apache.spark.sql.SparkSession
  * and encoded bytes the written snapshots hold; `snapshotMs`: capturing, encoding and writing them,
  * `retentionMs`: the retention deletes after.
  */
-private[sharedstate] final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean, changelogTrimmed: Boolean,
+private[sharedstate] final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean,
+    changelogTrimmed: Boolean,
     deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L)
 
 /**
@@ -32,7 +33,8 @@ private[sharedstate] final case class SnapshotRound(written: Int, unchanged: Int
  * are always at least `retained` points to recover from, and every kept snapshot is one.
  */
 private[sharedstate] final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
-    snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty) extends Logging {
+    snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty)
+    extends Logging {
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
   require(fullEvery >= 1, s"a snapshot chain has at least its full snapshot, got fullEvery = $fullEvery")
 
@@ -54,9 +56,11 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       val e = state.encode(p, delta = chain.nonEmpty)
       if (newest.contains(e.journalSeq)) e.unstored() // no journal event since: nothing to store
       else {
-        try snapshots.write(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes, chain.map(c => (c.baseId, c.tipId)))
+        try snapshots.write(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes,
+            chain.map(c => (c.baseId, c.tipId)))
         catch { case err: Throwable => e.unstored(); throw err }
-        chains(p) = Some(chain.fold(SnapshotChain.started(e.journalSeq, e.bytes.length.toLong))(_.extended(e.journalSeq, e.bytes.length.toLong)))
+        chains(p) = Some(chain.fold(SnapshotChain.started(e.journalSeq, e.bytes.length.toLong))(_.extended(e.journalSeq,
+              e.bytes.length.toLong)))
         written += 1
         if (e.delta) deltas += 1
         entries += math.max(0, e.entries)
@@ -80,12 +84,15 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     else {
       val removable = keepFrom.exists { case (p, id) => snapshots.hasOlderThan(p, id) }
       if (removable) {
-        val snapshotCondition = keepFrom.map { case (p, id) => s"(partition = $p AND snapshot_id < $id)" }.mkString(" OR ")
+        val snapshotCondition =
+          keepFrom.map { case (p, id) => s"(partition = $p AND snapshot_id < $id)" }.mkString(" OR ")
         DeltaTable.forPath(spark, snapshots.path).delete(snapshotCondition)
       }
       val commits = log.readPartition(JournalPartition).filter(_.event == Events.Commit)
       val perPartition = keepFrom.toSeq.flatMap { case (p, id) =>
-        val covered = commits.filter(_.commitSeq.longValue <= id).groupBy(_.writer).map { case (w, cs) => w -> cs.map(_.epoch).max }
+        val covered = commits.filter(_.commitSeq.longValue <= id).groupBy(_.writer).map { case (w, cs) =>
+          w -> cs.map(_.epoch).max
+        }
         if (covered.isEmpty) None
         else Some(s"(partition = $p AND (" +
           covered.map { case (w, e) => s"(writer = ${quote(w)} AND epoch <= $e)" }.mkString(" OR ") + "))")

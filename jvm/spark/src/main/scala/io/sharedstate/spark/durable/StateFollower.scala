@@ -10,17 +10,24 @@ import org.apache.spark.internal.Logging
  * the last one it replayed through the engine's own steps (as recovery does). Runs every `intervalMs`
  * in the background, and on demand before each read (`catchUp`).
  */
-private[sharedstate] final class StateFollower(state: State, log: DeltaChangelog, from: Recovered, intervalMs: Long) extends Logging {
+private[sharedstate] final class StateFollower(state: State, log: DeltaChangelog, from: Recovered, intervalMs: Long)
+    extends Logging {
   private var version = from.version
   private var lastSeq = from.nextSeq - 1
   private var seen: Set[String] = log.filesOf(version)
-  private val schedule: Option[ScheduledExecutorService] = if (intervalMs <= 0) None else Some {
+  private val schedule: Option[ScheduledExecutorService] = if (intervalMs <= 0) None
+  else Some {
     val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
       val t = new Thread(r, s"sharedstate-follow-${state.name}"); t.setDaemon(true); t
     }
-    executor.scheduleWithFixedDelay(() =>
-      try catchUp() catch { case e: Exception => logWarning(s"State ${state.name}: following ${log.path} failed", e) },
-      intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+    executor.scheduleWithFixedDelay(
+      () =>
+        try catchUp()
+        catch { case e: Exception => logWarning(s"State ${state.name}: following ${log.path} failed", e) },
+      intervalMs,
+      intervalMs,
+      TimeUnit.MILLISECONDS
+    )
     executor
   }
 

@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger
  * hands its share to the driver, which keeps the rejected table); `dataFilesRead`: how many changelog
  * files of the State's partitions it read.
  */
-private[sharedstate] final case class Recovered(nextSeq: Long, version: Long, rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0,
+private[sharedstate] final case class Recovered(nextSeq: Long, version: Long,
+    rejections: Seq[(Long, RejectedUpdate)] = Nil, dataFilesRead: Int = 0,
     chains: Map[Int, SnapshotChain] = Map.empty)
 
 /**
@@ -28,6 +29,7 @@ private[sharedstate] final case class Recovered(nextSeq: Long, version: Long, re
  * stopped between an epoch's changelog commit and its rejected-table commit) are written to it.
  */
 private[sharedstate] object StateRecovery {
+
   /**
    * @param rebuilds the State partitions to rebuild (a cluster host rebuilds its own; the others stay
    *                 empty, and the journal's events still replay the whole progress). Rows of no
@@ -45,30 +47,35 @@ private[sharedstate] object StateRecovery {
     val partitions = JournalPartition +: (0 until n).filter(rebuilds)
     val pool = Executors.newFixedThreadPool(math.max(1, math.min(threads, partitions.size)))
     val filesRead = new AtomicInteger()
-    val (rows, restored, version) = try {
-      // Per partition: its newest link's id and changelog version, the decoded chain, and its summary.
-      val snapshotReads = (0 until n).map { p =>
-        pool.submit((() => if (!rebuilds(p)) None else snapshots.map(pick(_, p)).filter(_.nonEmpty).map { chain =>
-          (chain.last.id, chain.last.changelogVersion, chain.map(s => SnapshotCodec.decode(s.bytes)), SnapshotChain.of(chain).get)
-        }): Callable[Option[(Long, Option[Long], Seq[PartitionSnapshot], SnapshotChain)]])
-      }
-      val restored = snapshotReads.map(_.get())
-      // The changelog version is fixed after the snapshots are read: a snapshot is written after the
-      // journal events it holds, so this version has every one of them (while its owner writes on).
-      val version = log.latestVersion
-      val coveredUpTo = restored.map(_.flatMap(_._2))
-      val added = coveredUpTo.flatten.minOption.flatMap(v => log.filesAddedAfter(v, version))
-      def readFile(p: Int): String => Boolean = (if (p == JournalPartition) None else coveredUpTo(p), added) match {
-        case (Some(covered), Some(addedAt)) => path =>
-          val read = addedAt.get(DeltaChangelog.fileName(path)).exists(_ > covered)
-          if (read) filesRead.incrementAndGet()
-          read
-        case _ => _ => { if (p != JournalPartition) filesRead.incrementAndGet(); true }
-      }
-      val rowReads = partitions.map(p => pool.submit((() => log.readPartition(p, Some(version), readFile(p))): Callable[IndexedSeq[ChangelogRow]]))
-      (rowReads.flatMap(_.get()).filter(r => r.isEvent || r.partition != JournalPartition || rebuilds(math.floorMod(r.task, n))),
-        restored, version)
-    } finally pool.shutdown()
+    val (rows, restored, version) =
+      try {
+        // Per partition: its newest link's id and changelog version, the decoded chain, and its summary.
+        def readChain(p: Int): Option[(Long, Option[Long], Seq[PartitionSnapshot], SnapshotChain)] =
+          if (!rebuilds(p)) None
+          else snapshots.map(pick(_, p)).filter(_.nonEmpty).map { chain =>
+            val decoded = chain.map(s => SnapshotCodec.decode(s.bytes))
+            (chain.last.id, chain.last.changelogVersion, decoded, SnapshotChain.of(chain).get)
+          }
+        val snapshotReads = (0 until n).map(p => pool.submit(() => readChain(p)))
+        val restored = snapshotReads.map(_.get())
+        // The changelog version is fixed after the snapshots are read: a snapshot is written after the
+        // journal events it holds, so this version has every one of them (while its owner writes on).
+        val version = log.latestVersion
+        val coveredUpTo = restored.map(_.flatMap(_._2))
+        val added = coveredUpTo.flatten.minOption.flatMap(v => log.filesAddedAfter(v, version))
+        def readFile(p: Int): String => Boolean = (if (p == JournalPartition) None else coveredUpTo(p), added) match {
+          case (Some(covered), Some(addedAt)) => path =>
+              val read = addedAt.get(DeltaChangelog.fileName(path)).exists(_ > covered)
+              if (read) filesRead.incrementAndGet()
+              read
+          case _ => _ => { if (p != JournalPartition) filesRead.incrementAndGet(); true }
+        }
+        val rowReads = partitions.map(p =>
+          pool.submit((() => log.readPartition(p, Some(version), readFile(p))): Callable[IndexedSeq[ChangelogRow]]))
+        (rowReads.flatMap(_.get()).filter(r =>
+            r.isEvent || r.partition != JournalPartition || rebuilds(math.floorMod(r.task, n))),
+          restored, version)
+      } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
     restored.flatten.foreach { case (_, _, chain, _) => state.restorePartitionChain(chain) }
@@ -90,7 +97,8 @@ private[sharedstate] object StateRecovery {
    * Replays the journal events among `rows` after event `after`, each commit with its epoch's updates
    * among `rows` that partition p's snapshot does not hold (its commit is above `holdsUpTo(p)`).
    */
-  def replayEvents(state: State, rows: Seq[ChangelogRow], after: Long, holdsUpTo: Int => Long, path: String): Replayed = {
+  def replayEvents(
+      state: State, rows: Seq[ChangelogRow], after: Long, holdsUpTo: Int => Long, path: String): Replayed = {
     val (allEvents, allUpdates) = rows.partition(_.isEvent)
     val events = allEvents.filter(_.commitSeq.longValue > after)
     val commitSeq = events.filter(_.event == Events.Commit).map(e => (e.writer, e.epoch) -> e.commitSeq.longValue).toMap
@@ -126,16 +134,19 @@ private[sharedstate] object StateRecovery {
       epoch: Long): Seq[(Int, UpdateBatch)] = {
     val owned = partitions.toSet
     (JournalPartition +: partitions).flatMap(log.readPartition(_))
-      .filter(r => !r.isEvent && r.writer == writer && r.epoch == epoch &&
-        (r.partition != JournalPartition || owned(math.floorMod(r.task, partitionCount))))
+      .filter(r =>
+        !r.isEvent && r.writer == writer && r.epoch == epoch &&
+          (r.partition != JournalPartition || owned(math.floorMod(r.task, partitionCount))))
       .groupBy(_.task).toSeq.sortBy(_._1).map { case (task, rows) => task -> toBatch(rows.sortBy(_.seq)) }
   }
 
   private def toBatch(rows: Seq[ChangelogRow]): UpdateBatch = {
     val b = new UpdateBatch
     rows.foreach { r =>
-      if (r.key == null) b.reject(RejectedUpdate(null, r.timestamp, r.value, RejectedUpdate.NullKey, r.writer, r.epoch, EventTime.MinusInfinity))
-      else if (r.timestamp == null) b.reject(RejectedUpdate(r.key, null, r.value, RejectedUpdate.NullTime, r.writer, r.epoch, EventTime.MinusInfinity))
+      if (r.key == null) b.reject(RejectedUpdate(null, r.timestamp, r.value, RejectedUpdate.NullKey, r.writer, r.epoch,
+          EventTime.MinusInfinity))
+      else if (r.timestamp == null) b.reject(RejectedUpdate(r.key, null, r.value, RejectedUpdate.NullTime, r.writer,
+          r.epoch, EventTime.MinusInfinity))
       else b.add(r.key, r.timestamp.longValue, r.value)
     }
     b

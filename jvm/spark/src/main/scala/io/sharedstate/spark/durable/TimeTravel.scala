@@ -18,13 +18,15 @@ import org.apache.spark.sql.SparkSession
  * than every partition's oldest kept snapshot is an error naming the oldest time still available.
  */
 private[sharedstate] object TimeTravel {
-  def asOf(spark: SparkSession, spec: StateSpec, log: DeltaChangelog, snapshots: SnapshotTable, time: Long): IndexedSeq[StoredPairs] = {
+  def asOf(spark: SparkSession, spec: StateSpec, log: DeltaChangelog, snapshots: SnapshotTable, time: Long)
+      : IndexedSeq[StoredPairs] = {
     val trimmed = DeltaTable.forPath(spark, log.path).history().where("operation = 'DELETE'").limit(1).count() > 0
     if (trimmed) {
       val oldest = (0 until spec.partitions).map(p => snapshots.oldestProgress(p).getOrElse(EventTime.PlusInfinity)).max
-      if (time < oldest) throw new SharedStateException(s"State '${spec.name}': as of ${EventTime.show(time)} is older " +
-        s"than its Delta tables still hold after retention: the oldest time available is ${EventTime.show(oldest)} " +
-        s"(raise ${SharedStateConf.SnapshotsRetained.key} to keep more history).")
+      if (time < oldest)
+        throw new SharedStateException(s"State '${spec.name}': as of ${EventTime.show(time)} is older " +
+          s"than its Delta tables still hold after retention: the oldest time available is ${EventTime.show(oldest)} " +
+          s"(raise ${SharedStateConf.SnapshotsRetained.key} to keep more history).")
     }
     val scratch = new State(spec.copy(compactionIntervalMs = 0L))
     try {

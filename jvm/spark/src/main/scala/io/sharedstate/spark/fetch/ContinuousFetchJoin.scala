@@ -22,8 +22,9 @@ private[sharedstate] object ContinuousFetchJoin {
 }
 
 /** `clientOf` finds the State's client in the task's JVM (tests put a stand-in there). */
-private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec, clientOf: String => StateClient = StateClient.of)
-  extends (Iterator[Row] => Iterator[Row]) with Serializable {
+private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec,
+    clientOf: String => StateClient = StateClient.of)
+    extends (Iterator[Row] => Iterator[Row]) with Serializable {
   @transient private lazy val keys = KeyEncoder.externalRows(spec.keySchema)
   @transient private lazy val cells = new FetchAnswerCells(spec)
 
@@ -74,7 +75,8 @@ private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec, cl
       val k = keys(Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get)))
       outstanding += 1
       state.fetchAsync(spec.rule.request(k, EventTimes.micros(event.get(spec.timeOrdinal)), spec.mode, spec.valueType))
-        .whenComplete((answer: FetchAnswer, error: Throwable) => ready.add(event -> (if (error != null) Left(error) else Right(answer))))
+        .whenComplete((answer: FetchAnswer, error: Throwable) =>
+          ready.add(event -> (if (error != null) Left(error) else Right(answer))))
     }
   }
 }

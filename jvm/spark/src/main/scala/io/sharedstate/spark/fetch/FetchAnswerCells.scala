@@ -31,7 +31,7 @@ private[sharedstate] final class FetchAnswerCells(spec: FetchJoinSpec) {
   def apply(answer: FetchAnswer, timeLike: Any): FetchAnswerCells.Cells = answer match {
     case FetchAnswer.Absent => FetchAnswerCells.Cells(nulls, matched = false)
     case FetchAnswer.Found(t, bytes) => FetchAnswerCells.Cells(
-      valueDecoder(StoredRows.wrap(bytes, valueWidth)).toSeq :+ EventTimes.external(t, timeLike), matched = true)
+        valueDecoder(StoredRows.wrap(bytes, valueWidth)).toSeq :+ EventTimes.external(t, timeLike), matched = true)
     case p: FetchAnswer.Pairs =>
       val pairs = Array.tabulate(p.size) { i =>
         Row.fromSeq(EventTimes.external(p.times(i), timeLike) +: valueDecoder(StoredRows.wrap(p.values(i), valueWidth)).toSeq)
@@ -42,11 +42,11 @@ private[sharedstate] final class FetchAnswerCells(spec: FetchJoinSpec) {
     case FetchAnswer.NotYet => throw new IllegalStateException("a fetch that is not answerable yet has no cells")
   }
 
-
   private def decoder(schema: StructType) = ExpressionEncoder(schema).resolveAndBind().createDeserializer()
 }
 
 private[sharedstate] object FetchAnswerCells {
+
   /** The appended cells, and whether the fetch found anything (inner joins keep only matched events). */
   final case class Cells(values: Seq[Any], matched: Boolean)
 }

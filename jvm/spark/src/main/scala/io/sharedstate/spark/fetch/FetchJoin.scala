@@ -52,7 +52,8 @@ private[sharedstate] object FetchJoin {
     val joined = if (events.isStreaming) input.union(progressTicks(events, state, name)) else input
     val child = joined.queryExecution.analyzed
     val output = toAttributes(FetchJoinRows.schema(spec.outputSchema))
-    val rows = PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros, child.output, output, child))
+    val rows =
+      PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros, child.output, output, child))
     if (events.isStreaming) FetchProgressListener.ensure(events.sparkSession)
     FetchJoinRows.finish(rows, name)
   }
@@ -67,16 +68,18 @@ private[sharedstate] object FetchJoin {
   // not drop rows of ours behind them) with the two tick columns, null: plain columns, no conversion.
   private def withTickColumns(events: DataFrame): DataFrame =
     events.select(events.schema.fields.map(f => quoted(f.name).as(f.name, Metadata.empty)).toIndexedSeq ++ Seq(
-      lit(null).cast(TimestampType).as(ProgressTicks.Column), lit(null).cast(LongType).as(ProgressTicks.FromColumn)): _*)
+        lit(null).cast(TimestampType).as(ProgressTicks.Column),
+        lit(null).cast(LongType).as(ProgressTicks.FromColumn)): _*)
 
   // One row per U step, with null event columns: it makes Spark run a micro-batch when U moves, so
   // waiting events are answered with no new input. The ticks' zero-delay watermark makes the batch
   // watermark U, which bounds the join's F.
   private def progressTicks(events: DataFrame, state: String, join: String): DataFrame = {
     val table = new FetchTickTable(Coordinator.get.state(state), join)
-    val ticks = PlanFrames.stream(events.sparkSession, "sharedstate", table, ProgressTicks.schema).withWatermark(ProgressTicks.Column, "0 seconds")
+    val ticks = PlanFrames.stream(events.sparkSession, "sharedstate", table, ProgressTicks.schema).withWatermark(
+      ProgressTicks.Column, "0 seconds")
     ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
-      ProgressTicks.schema.fieldNames.map(col): _*)
+        ProgressTicks.schema.fieldNames.map(col): _*)
   }
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")

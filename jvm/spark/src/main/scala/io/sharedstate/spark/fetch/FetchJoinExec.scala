@@ -19,14 +19,17 @@ import org.apache.spark.util.SerializableConfiguration
  * it), so a re-run batch reads the same waiting events, answers the same ones and leaves the same ones
  * waiting. A batch DataFrame is answered in one pass (bound U = +infinity), nothing waits.
  */
-private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boolean, reportsProgress: Boolean,
-    output: Seq[Attribute], child: SparkPlan) extends UnaryExecNode {
+private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: String, streaming: Boolean,
+    reportsProgress: Boolean,
+    output: Seq[Attribute], child: SparkPlan)
+    extends UnaryExecNode {
 
   override protected def doExecute(): RDD[InternalRow] = {
     val (spec, join, streaming, reportsProgress) = (this.spec, this.join, this.streaming, this.reportsProgress)
     val input = child.execute()
     // A micro-batch with no input partitions still carries its waiting events to the next one.
-    val rows = if (input.getNumPartitions > 0 || !streaming) input else sparkContext.parallelize(Seq.empty[InternalRow], 1)
+    val rows =
+      if (input.getNumPartitions > 0 || !streaming) input else sparkContext.parallelize(Seq.empty[InternalRow], 1)
     val tasks = rows.getNumPartitions
     val conf = sparkContext.broadcast(new SerializableConfiguration(session.sessionState.newHadoopConf()))
     rows.mapPartitionsWithIndex { (part, rows) =>
@@ -38,7 +41,8 @@ private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: S
         case r: UnsafeRow => (r.copy(), -1L)
         case r => (events(r).copy(), -1L)
       }
-      if (!streaming) new FetchJoinTask(spec, BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity), EventTime.MinusInfinity, fresh, None)
+      if (!streaming) new FetchJoinTask(spec, BatchBound(EventTime.PlusInfinity, EventTime.MinusInfinity),
+        EventTime.MinusInfinity, fresh, None)
       else {
         val context = TaskContext.get()
         val (query, batch) = FetchJoinExec.batchOf(context, join)
@@ -47,7 +51,8 @@ private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: S
         val waiting = files.writer(batch, part, tasks)
         context.addTaskCompletionListener[Unit](_ => waiting.cancel()) // published only by close(), once all is read
         val taken = files.reader(bound.previous, bound.previousParts, part, tasks, width)
-        new FetchJoinTask(spec, bound, if (reportsProgress) bound.f else EventTime.MinusInfinity, taken ++ fresh, Some(waiting))
+        new FetchJoinTask(spec, bound, if (reportsProgress) bound.f else EventTime.MinusInfinity, taken ++ fresh,
+          Some(waiting))
       }
     }
   }
@@ -56,9 +61,10 @@ private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: S
 }
 
 private[sharedstate] object FetchJoinExec {
+
   /** The query and micro-batch a streaming fetch join's task runs in (Spark's local properties). */
   def batchOf(context: TaskContext, join: String): (String, Long) = {
     Option(context).flatMap(c => BatchBounds.microBatch(c.getLocalProperty)).getOrElse(throw new SharedStateException(
-      s"Fetch join $join: a streaming fetch join runs in a micro-batch query (its tasks found no query or batch id)."))
+        s"Fetch join $join: a streaming fetch join runs in a micro-batch query (its tasks found no query or batch id)."))
   }
 }

@@ -12,8 +12,10 @@ import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
  * of a query through these nodes). `inputs` lists the child's columns so the optimizer sees them all
  * used: the operator reads every event column by position and must not have any pruned below it.
  */
-private[sharedstate] final case class FetchJoinNode(spec: FetchJoinSpec, join: String, latenessMicros: Long, inputs: Seq[Attribute],
-    output: Seq[Attribute], child: LogicalPlan) extends UnaryNode {
+private[sharedstate] final case class FetchJoinNode(spec: FetchJoinSpec, join: String, latenessMicros: Long,
+    inputs: Seq[Attribute],
+    output: Seq[Attribute], child: LogicalPlan)
+    extends UnaryNode {
   def reportsProgress: Boolean = latenessMicros >= 0
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override protected def withNewChildInternal(newChild: LogicalPlan): FetchJoinNode = copy(child = newChild)
@@ -22,7 +24,8 @@ private[sharedstate] final case class FetchJoinNode(spec: FetchJoinSpec, join: S
 /** Plans [[FetchJoinNode]] as [[FetchJoinExec]] (installed by the session extensions). */
 private[sharedstate] object FetchJoinStrategy extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case n: FetchJoinNode => FetchJoinExec(n.spec, n.join, n.child.isStreaming, n.reportsProgress, n.output, planLater(n.child)) :: Nil
+    case n: FetchJoinNode =>
+      FetchJoinExec(n.spec, n.join, n.child.isStreaming, n.reportsProgress, n.output, planLater(n.child)) :: Nil
     case _ => Nil
   }
 }

@@ -21,9 +21,11 @@ private[sharedstate] object FetchJoinRows {
   val WaitSum = "__sharedstate_wait_ms_sum"
   val WaitMax = "__sharedstate_wait_ms_max"
   val AnsweredKind = 0
+
   /** A task's summary row: it carries one of the task's events, so non-null event columns stay valid. */
   val SummaryKind = 1
   private val TallyColumns = Seq(Answered, Late, Waiting, MinWaiting, MaxEvent, WaitSum, WaitMax)
+
   /** Columns after the rule's cells: the kind, then the tally (see [[FetchJoinTally]]). */
   val Bookkeeping: Int = 1 + TallyColumns.size
   val MetricsPrefix = "sharedstate_fetch"
@@ -45,7 +47,8 @@ private[sharedstate] object FetchJoinRows {
       min(col(MinWaiting)).as("minWaitingMicros"),
       max(col(MaxEvent)).as("maxEventMicros"),
       when(answered > 0, sum(col(WaitSum)) / answered).as("fetchWaitMsAvg"),
-      max(col(WaitMax)).as("fetchWaitMsMax"))
+      max(col(WaitMax)).as("fetchWaitMsMax")
+    )
     rows.observe(name, metrics.head, metrics.tail: _*)
       .where(col(Kind) === AnsweredKind)
       .drop(Kind +: TallyColumns: _*)

@@ -15,6 +15,7 @@ import org.apache.spark.sql.types.{ArrayType, DoubleType, LongType, StructField,
  */
 private[sharedstate] sealed trait FetchJoinRule extends Serializable {
   def name: String
+
   /** How far before the event's time the rule reads: F may pass a fetch only by this much less. */
   def windowMicros: Long
   def addedColumns(schemas: StateSchemas): Seq[StructField]
@@ -34,7 +35,7 @@ private[sharedstate] object FetchJoinRule {
   final case class Range(windowMicros: Long) extends FetchJoinRule {
     val name = "range"
     def addedColumns(schemas: StateSchemas): Seq[StructField] = Seq(StructField(Range.column(schemas),
-      ArrayType(pairSchema(schemas), containsNull = false), nullable = true))
+        ArrayType(pairSchema(schemas), containsNull = false), nullable = true))
     def request(key: Key, t: Long, mode: ReadMode, valueType: ValueType): FetchRequest =
       FetchRequest(key, t, FetchRule.Range(from(t, windowMicros)), mode)
   }
@@ -63,7 +64,8 @@ private[sharedstate] object FetchJoinRule {
   val Names: Seq[String] = Seq("latest", "range") ++ RangeAggregate.Functions
 
   /** The rule `name` for State `schemas`; ranges and aggregates need `window` ("10 minutes"), latest must not have one. */
-  def parse(name: String, window: String, schemas: StateSchemas, valueType: ValueType, stateRules: Seq[String]): FetchJoinRule = {
+  def parse(name: String, window: String, schemas: StateSchemas, valueType: ValueType, stateRules: Seq[String])
+      : FetchJoinRule = {
     val n = Option(name).map(_.trim.toLowerCase).getOrElse("")
     if (!Names.contains(n)) throw new SharedStateException(
       s"Fetch join: rule '$name' is not supported; supported: ${Names.mkString(", ")}.")
@@ -86,7 +88,8 @@ private[sharedstate] object FetchJoinRule {
   }
 
   def pairSchema(schemas: StateSchemas): StructType =
-    StructType(StructField(schemas.timeColumn, TimestampType, nullable = false) +: schemas.value.fields.map(_.copy(nullable = true)))
+    StructType(StructField(schemas.timeColumn, TimestampType, nullable = false) +: schemas.value.fields.map(
+      _.copy(nullable = true)))
 
   private def from(t: Long, window: Long): Long = if (t - window > t) Long.MinValue else t - window
 }

@@ -66,6 +66,7 @@ private[sharedstate] object FetchJoinSpec {
 
   private def oneOf(option: String, value: String, allowed: Seq[String]): Unit =
     if (value == null || !allowed.contains(value.toLowerCase)) {
-      throw new SharedStateException(s"Fetch join: $option '$value' is not supported; supported: ${allowed.mkString(", ")}.")
+      throw new SharedStateException(
+        s"Fetch join: $option '$value' is not supported; supported: ${allowed.mkString(", ")}.")
     }
 }

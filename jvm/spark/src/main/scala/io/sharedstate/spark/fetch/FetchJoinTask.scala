@@ -22,7 +22,8 @@ import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
  * rows are one reused buffer ([[FetchJoinOutput]]).
  */
 private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: BatchBound, lateBelow: Long,
-    input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer]) extends Iterator[InternalRow] {
+    input: Iterator[(UnsafeRow, Long)], waiting: Option[WaitingEventFiles#Writer])
+    extends Iterator[InternalRow] {
   import FetchJoinTask._
   private val output = new FetchJoinOutput(spec)
   // What waits is written with the event columns only (input rows may carry more).
@@ -75,7 +76,8 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
         case Skip => pos += 1
         case Asked =>
           if (started == pos) return true
-          if (output.answered(events(pos), answers(pos)) || !spec.inner) { started = pos; return true } else pos += 1
+          if (output.answered(events(pos), answers(pos)) || !spec.inner) { started = pos; return true }
+          else pos += 1
         case NoTime if spec.inner => pos += 1
         case _ => return true
       }
@@ -101,7 +103,8 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
         if (arrivedMs < 0 && t - spec.rule.windowMicros < lateBelow) { kinds(i) = Skip; tally.lateEvent() }
         else {
           arrivals(i) = if (arrivedMs >= 0) arrivedMs else now // one that waited already was not late on arrival
-          if (spec.mode.replyTime(t) < bound.u) { kinds(i) = Asked; asked += 1 } else { kinds(i) = Skip; keep(i) }
+          if (spec.mode.replyTime(t) < bound.u) { kinds(i) = Asked; asked += 1 }
+          else { kinds(i) = Skip; keep(i) }
         }
       }
       filled += 1
@@ -141,14 +144,15 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
 
   private def keep(i: Int): Unit = {
     waiting.getOrElse(throw new SharedStateException(s"Fetch join on a batch DataFrame: event(s) are not yet " +
-      s"answerable from State '${spec.stateName}' (U=${EventTime.show(StateClient.of(spec.stateName).updateProgress)}), " +
-      "so a read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U."))
+        s"answerable from State '${spec.stateName}' (U=${EventTime.show(StateClient.of(spec.stateName).updateProgress)}), " +
+        "so a read-committed answer is not final yet. Use a streaming DataFrame, whose rows wait for U."))
       .write(eventColumns(events(i)), arrivals(i))
     tally.waits(times(i))
   }
 }
 
 private[sharedstate] object FetchJoinTask {
+
   /** Events per batched fetch request; bounds what a task holds besides the reused output row. */
   val Chunk = 4096
   private val Asked = 0

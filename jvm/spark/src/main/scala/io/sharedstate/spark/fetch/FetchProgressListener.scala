@@ -6,7 +6,12 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQueryListener
-import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryIdleEvent, QueryProgressEvent, QueryStartedEvent, QueryTerminatedEvent}
+import org.apache.spark.sql.streaming.StreamingQueryListener.{
+  QueryIdleEvent,
+  QueryProgressEvent,
+  QueryStartedEvent,
+  QueryTerminatedEvent
+}
 import scala.util.Try
 
 /**
@@ -18,7 +23,9 @@ private[sharedstate] final class FetchProgressListener extends StreamingQueryLis
   override def onQueryStarted(event: QueryStartedEvent): Unit = {
     // Spark delivers the start to the session's listeners on the stream thread, before the first batch.
     val query = Option(SparkSession.active.streams.get(event.id))
-    val joins = query.collect { case q: StreamingQueryWrapper => FetchProgressListener.joinsIn(q.streamingQuery.analyzedPlan) }
+    val joins = query.collect { case q: StreamingQueryWrapper =>
+      FetchProgressListener.joinsIn(q.streamingQuery.analyzedPlan)
+    }
       .getOrElse(Nil)
     if (joins.nonEmpty) {
       val registered = joins.map { n =>
@@ -40,13 +47,16 @@ private[sharedstate] final class FetchProgressListener extends StreamingQueryLis
       .foreach(r => Try(Coordinator.get.state(r.state).deregisterReader(r.id)))
     val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"
     Coordinator.get.names.foreach { name =>
-      Try(Coordinator.get.state(name)).foreach { s => if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader) }
+      Try(Coordinator.get.state(name)).foreach { s =>
+        if (s.readerProgress(continuousReader).isDefined) s.deregisterReader(continuousReader)
+      }
     }
   }
 }
 
 private[sharedstate] object FetchProgressListener {
-  private val sessions = java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+  private val sessions =
+    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */
   def ensure(spark: SparkSession): Unit = sessions.synchronized {
@@ -54,5 +64,6 @@ private[sharedstate] object FetchProgressListener {
   }
 
   /** The streaming fetch joins in a query's plan (their nodes carry the State, window and lateness). */
-  def joinsIn(plan: LogicalPlan): Seq[FetchJoinNode] = plan.collect { case n: FetchJoinNode if n.child.isStreaming => n }
+  def joinsIn(plan: LogicalPlan): Seq[FetchJoinNode] =
+    plan.collect { case n: FetchJoinNode if n.child.isStreaming => n }
 }

@@ -24,13 +24,14 @@ import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
  */
 private[sharedstate] final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
     rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed)
-  extends BinaryExpression with CodegenFallback {
+    extends BinaryExpression with CodegenFallback {
 
   @transient private lazy val client = StateClient.of(stateName)
   @transient private lazy val schemas = StateSchemas.of(client.spec)
   @transient private lazy val resultType = StructType(rule.addedColumns(schemas))
   @transient private lazy val cells = new FetchAnswerCells(
-    FetchJoinSpec(stateName, schemas, client.spec.valueType, new StructType(), Array.empty, -1, inner = false, mode, rule))
+    FetchJoinSpec(stateName, schemas, client.spec.valueType, new StructType(), Array.empty, -1, inner = false, mode,
+      rule))
   @transient private lazy val toInternal = ExpressionEncoder(resultType).createSerializer()
 
   override def left: Expression = key
@@ -82,8 +83,9 @@ private[sharedstate] object SharedStateFetchExpression {
   /** Builds the expression from SQL arguments: a State name literal, a key, a time, then optional literals. */
   def build(args: Seq[Expression]): Expression = {
     if (args.length < 3 || args.length > 6) {
-      throw new SharedStateException(s"$Name takes 3 to 6 arguments (state name, key, time[, rule[, window[, staleness]]]); " +
-        s"got ${args.length}.")
+      throw new SharedStateException(
+        s"$Name takes 3 to 6 arguments (state name, key, time[, rule[, window[, staleness]]]); " +
+          s"got ${args.length}.")
     }
     val name = literal(args.head, "the first argument (State name)").getOrElse(
       throw new SharedStateException(s"$Name: the first argument must be a State name literal; got null."))
@@ -98,6 +100,7 @@ private[sharedstate] object SharedStateFetchExpression {
   }
 
   private def literal(e: Expression, what: String): Option[String] =
-    if (e.foldable && (e.dataType.typeName == "string" || e.dataType.typeName == "void")) Option(e.eval()).map(_.toString)
+    if (e.foldable && (e.dataType.typeName == "string" || e.dataType.typeName == "void"))
+      Option(e.eval()).map(_.toString)
     else throw new SharedStateException(s"$Name: $what must be a string literal; got ${e.sql}.")
 }

@@ -12,12 +12,13 @@ private[sharedstate] object RejectedScan {
   def rows(rejected: Seq[RejectedUpdate], s: StateSchemas): Iterator[InternalRow] =
     rejected.iterator.map { r =>
       new GenericInternalRow(Array[Any](
-        StoredRows.wrap(r.key, s.key.length),
-        if (r.time == null) null else r.time.longValue(),
-        StoredRows.wrap(r.value, s.value.length),
-        UTF8String.fromString(r.reason),
-        UTF8String.fromString(r.writer),
-        r.epoch,
-        if (EventTime.isFinite(r.updateProgressAtArrival)) r.updateProgressAtArrival else null))
+          StoredRows.wrap(r.key, s.key.length),
+          if (r.time == null) null else r.time.longValue(),
+          StoredRows.wrap(r.value, s.value.length),
+          UTF8String.fromString(r.reason),
+          UTF8String.fromString(r.writer),
+          r.epoch,
+          if (EventTime.isFinite(r.updateProgressAtArrival)) r.updateProgressAtArrival else null
+        ))
     }
 }

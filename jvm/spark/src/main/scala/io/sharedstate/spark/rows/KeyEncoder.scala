@@ -14,6 +14,7 @@ import org.apache.spark.unsafe.Platform
  * every form goes through the same projection to an UnsafeRow. Not thread-safe: one per task.
  */
 private[sharedstate] final class KeyEncoder private (projection: UnsafeProjection) {
+
   /** The key of `row`, as fresh bytes (the projection reuses its buffer; the bytes are a copy). */
   def bytes(row: InternalRow): Array[Byte] = {
     val key = projection(row)
@@ -26,9 +27,11 @@ private[sharedstate] final class KeyEncoder private (projection: UnsafeProjectio
 }
 
 private[sharedstate] object KeyEncoder {
+
   /** Keys in the columns at `ordinals` of rows of `schema` (the sink's input, a fetch join's events). */
   def columns(schema: StructType, ordinals: Array[Int]): KeyEncoder =
-    new KeyEncoder(UnsafeProjection.create(ordinals.toSeq.map(i => BoundReference(i, schema(i).dataType, schema(i).nullable))))
+    new KeyEncoder(
+      UnsafeProjection.create(ordinals.toSeq.map(i => BoundReference(i, schema(i).dataType, schema(i).nullable))))
 
   /**
    * Keys given as one expression (the SQL function's argument): the key column itself for a
@@ -36,7 +39,7 @@ private[sharedstate] object KeyEncoder {
    */
   def expression(key: Expression, keySchema: StructType): KeyEncoder =
     new KeyEncoder(UnsafeProjection.create(
-      if (keySchema.length == 1) Seq(key) else keySchema.indices.map(i => GetStructField(key, i))))
+        if (keySchema.length == 1) Seq(key) else keySchema.indices.map(i => GetStructField(key, i))))
 
   /** Keys given as external Rows of the key columns (the continuous fetch join's events). */
   def externalRows(keySchema: StructType): Row => Key = {

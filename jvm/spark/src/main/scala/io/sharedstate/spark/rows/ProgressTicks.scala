@@ -12,7 +12,8 @@ private[sharedstate] object ProgressTicks {
   val Column = "__sharedstate_u"
   val FromColumn = "__sharedstate_u_from"
   val schema: StructType = StructType(Seq(StructField(Column, TimestampType, nullable = false),
-    StructField(FromColumn, LongType, nullable = false)))
+      StructField(FromColumn, LongType, nullable = false)))
+
   /** U = +infinity (every writer finished) as a timestamp: 9999-12-31 23:59:59.999999 UTC. */
   val Infinity: Long = 253402300799999999L
 }

@@ -16,13 +16,14 @@ private[sharedstate] final case class StateSchemas(stateName: String, key: Struc
 
   /** The rejected table: late and rejected updates, with the reason and the U they arrived at. */
   def rejectedSchema: StructType = StructType(Seq(
-    StructField("key", key, nullable = true),
-    StructField("time", TimestampType, nullable = true),
-    StructField("value", value, nullable = true),
-    StructField("reason", StringType, nullable = false),
-    StructField("writer", StringType, nullable = false),
-    StructField("epoch", LongType, nullable = false),
-    StructField("update_progress", TimestampType, nullable = true)))
+      StructField("key", key, nullable = true),
+      StructField("time", TimestampType, nullable = true),
+      StructField("value", value, nullable = true),
+      StructField("reason", StringType, nullable = false),
+      StructField("writer", StringType, nullable = false),
+      StructField("epoch", LongType, nullable = false),
+      StructField("update_progress", TimestampType, nullable = true)
+    ))
 }
 
 private[sharedstate] object StateSchemas {
@@ -30,11 +31,13 @@ private[sharedstate] object StateSchemas {
     StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema))
 
   def parse(state: String, what: String, ddl: String): StructType = {
-    val schema = try StructType.fromDDL(ddl) catch {
-      case NonFatal(e) => throw new SharedStateException(
-        s"State '$state': the $what schema '$ddl' is not a valid DDL column list such as " +
-          s"'ad_id STRING' or 'user STRING, item BIGINT': ${e.getMessage}", e)
-    }
+    val schema =
+      try StructType.fromDDL(ddl)
+      catch {
+        case NonFatal(e) => throw new SharedStateException(
+            s"State '$state': the $what schema '$ddl' is not a valid DDL column list such as " +
+              s"'ad_id STRING' or 'user STRING, item BIGINT': ${e.getMessage}", e)
+      }
     if (schema.isEmpty) throw new SharedStateException(s"State '$state': the $what schema has no column.")
     schema
   }

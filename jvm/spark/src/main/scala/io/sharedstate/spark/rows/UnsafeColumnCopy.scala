@@ -58,6 +58,6 @@ private[sharedstate] object UnsafeColumnCopy {
   private def bytesOf(row: UnsafeRow): Array[Byte] = row.getBaseObject match {
     case bytes: Array[Byte] => bytes
     case other => throw new IllegalArgumentException(
-      s"UnsafeColumnCopy reads on-heap rows (byte arrays); got a row over ${Option(other).map(_.getClass.getName).orNull}")
+        s"UnsafeColumnCopy reads on-heap rows (byte arrays); got a row over ${Option(other).map(_.getClass.getName).orNull}")
   }
 }

@@ -8,7 +8,13 @@ import io.sharedstate.core.EventTime
 import java.util.UUID
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.write.{BatchWrite, DataWriter, DataWriterFactory, PhysicalWriteInfo, WriterCommitMessage}
+import org.apache.spark.sql.connector.write.{
+  BatchWrite,
+  DataWriter,
+  DataWriterFactory,
+  PhysicalWriteInfo,
+  WriterCommitMessage
+}
 
 /**
  * A batch write into a State (bulk load): one writer that commits a single epoch and then finishes,
@@ -26,7 +32,8 @@ private[sharedstate] final class BulkLoadWrite(options: UpdateOptions) extends B
   override def useCommitCoordinator(): Boolean = true
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
-    val outcome = new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages, finish = true)
+    val outcome =
+      new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages, finish = true)
     logInfo(s"State ${state.name}: bulk load $writer committed (accepted ${outcome.accepted}, " +
       s"rejected ${outcome.rejected}, U=${EventTime.show(state.updateProgress)})")
   }
@@ -41,8 +48,9 @@ private[sharedstate] object BulkLoadWrite {
   val Epoch = 0L
 }
 
-private[sharedstate] final class BulkLoadWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget])
-  extends DataWriterFactory {
+private[sharedstate] final class BulkLoadWriterFactory(options: UpdateOptions, writer: String,
+    changelog: Option[ChangelogTarget])
+    extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     new UpdateDataWriter(options, writer, partitionId, BulkLoadWrite.Epoch, changelog)
 }

@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage
  * (durable States) go with the commit; the State journals them before applying anything.
  */
 private[sharedstate] final class EpochCommitter(state: StateController, writer: String, latenessMicros: Long) {
+
   /** @param finish the writer finishes with this epoch (a bulk load) */
   def commit(epoch: Long, messages: Array[WriterCommitMessage], finish: Boolean = false): CommitOutcome = {
     val maxSeen = messages.collect { case m: UpdateCommitMessage => m.maxEventTime }

@@ -15,10 +15,12 @@ import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
  * durable State the changelog files it wrote (committed by the driver with the epoch).
  */
 private[sharedstate] final case class UpdateCommitMessage(staged: Int, rejected: Int, maxEventTime: Long,
-    changelogFiles: Seq[ChangelogFile] = Nil) extends WriterCommitMessage
+    changelogFiles: Seq[ChangelogFile] = Nil)
+    extends WriterCommitMessage
 
-private[sharedstate] final class UpdateWriterFactory(options: UpdateOptions, writer: String, changelog: Option[ChangelogTarget] = None)
-  extends StreamingDataWriterFactory {
+private[sharedstate] final class UpdateWriterFactory(options: UpdateOptions, writer: String,
+    changelog: Option[ChangelogTarget] = None)
+    extends StreamingDataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
     new UpdateDataWriter(options, writer, partitionId, epochId, changelog)
 }
@@ -28,7 +30,8 @@ private[sharedstate] final class UpdateWriterFactory(options: UpdateOptions, wri
  * replaces its earlier attempt. Nothing becomes visible before the driver commits the epoch.
  */
 private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer: String, partition: Int, epoch: Long,
-    changelog: Option[ChangelogTarget] = None) extends DataWriter[InternalRow] {
+    changelog: Option[ChangelogTarget] = None)
+    extends DataWriter[InternalRow] {
 
   private val binder = new RowBinder(options.inputSchema, options.keyOrdinals, options.valueOrdinals)
   private var batch = new UpdateBatch
@@ -36,11 +39,12 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
   override def write(row: InternalRow): Unit = {
     val value = binder.valueBytes(row)
     if (binder.keyHasNull(row)) {
-      val time = if (row.isNullAt(options.timeOrdinal)) null else java.lang.Long.valueOf(row.getLong(options.timeOrdinal))
+      val time =
+        if (row.isNullAt(options.timeOrdinal)) null else java.lang.Long.valueOf(row.getLong(options.timeOrdinal))
       batch.reject(RejectedUpdate(null, time, value, RejectedUpdate.NullKey, writer, epoch, EventTime.MinusInfinity))
     } else if (row.isNullAt(options.timeOrdinal)) {
       batch.reject(RejectedUpdate(binder.keyBytes(row), null, value, RejectedUpdate.NullTime, writer, epoch,
-        EventTime.MinusInfinity))
+          EventTime.MinusInfinity))
     } else {
       batch.add(binder.keyBytes(row), row.getLong(options.timeOrdinal), value)
     }

@@ -14,7 +14,8 @@ import org.apache.spark.sql.connector.write.streaming.{StreamingDataWriterFactor
  * (holding U back until it commits); each epoch commit stages the epoch's updates and reports the
  * writer's progress, its event-time watermark: max event time seen minus the allowed lateness.
  */
-private[sharedstate] final class UpdateStreamingWrite(options: UpdateOptions, writer: String) extends StreamingWrite with Logging {
+private[sharedstate] final class UpdateStreamingWrite(options: UpdateOptions, writer: String)
+    extends StreamingWrite with Logging {
 
   private val state: StateController = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)

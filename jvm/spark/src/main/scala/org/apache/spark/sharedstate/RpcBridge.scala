@@ -13,6 +13,7 @@ import scala.util.control.NonFatal
  * before any message reaches a handler.
  */
 object RpcBridge {
+
   /**
    * Answers one message; a thrown exception is sent back to the caller as the failure. An answer
    * that is a CompletableFuture is sent when it completes (within the caller's ask timeout).
@@ -43,10 +44,11 @@ object RpcBridge {
     override def receiveAndReply(context: RpcCallContext): PartialFunction[Any, Unit] = {
       case message =>
         try handler.handle(message) match {
-          case later: java.util.concurrent.CompletableFuture[_] =>
-            later.whenComplete((v: Any, e: Throwable) => if (e == null) context.reply(v) else context.sendFailure(e))
-          case now => context.reply(now)
-        } catch { case NonFatal(e) => context.sendFailure(e) }
+            case later: java.util.concurrent.CompletableFuture[_] =>
+              later.whenComplete((v: Any, e: Throwable) => if (e == null) context.reply(v) else context.sendFailure(e))
+            case now => context.reply(now)
+          }
+        catch { case NonFatal(e) => context.sendFailure(e) }
     }
   }
 
@@ -75,9 +77,11 @@ object RpcBridge {
   def env: Option[SparkEnv] = Option(SparkEnv.get)
   def isDriver: Boolean = { val e = SparkEnv.get; e == null || e.executorId == SparkContext.DRIVER_IDENTIFIER }
   def executorId: String = env.map(_.executorId).getOrElse(SparkContext.DRIVER_IDENTIFIER)
+
   /** The host this executor registered under (its block manager's), which task locality matches. */
   def executorHost: String =
-    env.flatMap(e => Option(e.blockManager.blockManagerId)).map(_.host).getOrElse(org.apache.spark.util.Utils.localHostName())
+    env.flatMap(e => Option(e.blockManager.blockManagerId)).map(_.host).getOrElse(
+      org.apache.spark.util.Utils.localHostName())
 
   /** The running SparkContext of this (driver) JVM, if any. */
   def activeContext: Option[SparkContext] = SparkContext.getActive

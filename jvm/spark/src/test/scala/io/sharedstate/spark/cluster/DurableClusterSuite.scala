@@ -1,6 +1,16 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.durable.{ChangelogFile, DeltaChangelog, DeltaJournal, OwnerLease, PartitionSource, RejectedTable, SnapshotTable, Snapshotter, StateRecovery}
+import io.sharedstate.spark.durable.{
+  ChangelogFile,
+  DeltaChangelog,
+  DeltaJournal,
+  OwnerLease,
+  PartitionSource,
+  RejectedTable,
+  SnapshotTable,
+  Snapshotter,
+  StateRecovery
+}
 import io.sharedstate.spark.cluster.Messages._
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
@@ -24,7 +34,8 @@ import scala.util.Random
  * driver" rebuilds the State from the tables, and the hosts tell what the rejected table would lack.
  */
 class DurableClusterSuite extends AnyFunSuite {
-  private val conf = new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "durable-cluster-suite")
+  private val conf =
+    new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "durable-cluster-suite")
 
   private def key(i: Int): Array[Byte] = s"key-$i".getBytes(UTF_8)
   private def value(s: String): Array[Byte] = s.getBytes(UTF_8)
@@ -53,22 +64,30 @@ class DurableClusterSuite extends AnyFunSuite {
       def pick(r: StateRoute, gone: HostId): HostId = { lost += gone; Seq(hostA.id, hostB.id).find(h => !lost(h)).get }
 
       var driver: ClusterStateController = null
-      val node = new ClusterNode(serverA, hostA, new ClusterNode.CoordinatorAccess {
-        override def route(state: String): StateRoute = driver.route
-        override def updateProgress(state: String): Long = driver.updateProgress
-        override def ensureReader(state: String, reader: String): Unit = ()
-        override def readerProgress(state: String, reader: String): Option[Long] = None
-        override def hostUnreachable(state: String, host: HostId): Unit = driver.recover(host)
-        override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-      })
-      route.hosts.foreach(h => HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name, Nil))
+      val node = new ClusterNode(
+        serverA,
+        hostA,
+        new ClusterNode.CoordinatorAccess {
+          override def route(state: String): StateRoute = driver.route
+          override def updateProgress(state: String): Long = driver.updateProgress
+          override def ensureReader(state: String, reader: String): Unit = ()
+          override def readerProgress(state: String, reader: String): Option[Long] = None
+          override def hostUnreachable(state: String, host: HostId): Unit = driver.recover(host)
+          override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
+        }
+      )
+      route.hosts.foreach(h =>
+        HostLink.await[Any](node.link(h).ask(Host(spec, 1L, route.partitionsOf(h).toArray, Some(source))), h, spec.name,
+          Nil))
       val keeper = new State(spec)
       val rejectedTable = RejectedTable.openOrCreate(dir.resolve("rejected").toString, hadoop)
-      val lease = new OwnerLease(new org.apache.hadoop.fs.Path(dir.resolve("owner").toString), hadoop, "app-test", "test", 60000)
+      val lease =
+        new OwnerLease(new org.apache.hadoop.fs.Path(dir.resolve("owner").toString), hadoop, "app-test", "test", 60000)
       assert(lease.acquire(0).isEmpty)
       val start = StateRecovery.replay(keeper, log, None, rejected = None, rebuilds = _ => false)
       val journal = new DeltaJournal(spec.name, log, target, rejectedTable, start.nextSeq, start.version, lease)
-      driver = new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pick)))
+      driver =
+        new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pick)))
       val client = node.client(spec.name)
       val oracle = new State(spec)
       driver.registerWriter("w"); oracle.registerWriter("w")
@@ -124,7 +143,8 @@ class DurableClusterSuite extends AnyFunSuite {
       for (epoch <- 4L until 6L) commit(epoch, (0 until 3).flatMap(stageTask(epoch, _)))
 
       def sameAnswers(c: StateClient): Unit = {
-        val requests = for (k <- 0 until 40; t <- Seq(-500L, 100L, 1700L, 2600L, 3999L, 4500L, 10000L)) yield FetchRequest(new Key(key(k)), t)
+        val requests = for (k <- 0 until 40; t <- Seq(-500L, 100L, 1700L, 2600L, 3999L, 4500L, 10000L))
+          yield FetchRequest(new Key(key(k)), t)
         val answers = c.fetch(requests.toIndexedSeq)
         requests.zip(answers).foreach { case (r, a) => assertSame(a, oracle.fetch(r)) }
         assert(answers.count(_.isInstanceOf[FetchAnswer.Found]) > 100 && answers.count(_ == FetchAnswer.NotYet) > 0)
@@ -155,7 +175,8 @@ class DurableClusterSuite extends AnyFunSuite {
       StateRecovery.replay(keeper2, log, None, rejected = None, rebuilds = _ => false)
       assert(keeper2.updateProgress == oracle.updateProgress && keeper2.lastCommittedEpoch("w") == 5L)
       val route2 = StateRoute(spec, 2L, Array.fill(6)(hostA.id))
-      val rebuilt = hostA.handle(Host(spec, 2L, (0 until 6).toArray, Some(source), rejectedAfter = 4L)).asInstanceOf[Rebuilt]
+      val rebuilt =
+        hostA.handle(Host(spec, 2L, (0 until 6).toArray, Some(source), rejectedAfter = 4L)).asInstanceOf[Rebuilt]
       assert(rebuilt.rejections.map(_._1).toSet == Set(5L, 6L))
       assert(rebuilt.rejections.map(r => described(r._2)).sortBy(_.toString).toSeq ==
         oracle.rejectedUpdates.filter(_.epoch >= 4L).map(described).sortBy(_.toString))

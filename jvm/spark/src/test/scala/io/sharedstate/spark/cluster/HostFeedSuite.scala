@@ -1,6 +1,13 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.changes.{ChangePosition, HostChangeFeeds, HostChangeTail, HostChangeTailReader, HostFeed, HostFeedSet}
+import io.sharedstate.spark.changes.{
+  ChangePosition,
+  HostChangeFeeds,
+  HostChangeTail,
+  HostChangeTailReader,
+  HostFeed,
+  HostFeedSet
+}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 import io.sharedstate.spark.cluster.HostFeedMessages._
 import io.sharedstate.spark.cluster.Messages._
@@ -31,19 +38,25 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   override def afterAll(): Unit = { serverA.shutdown(); serverB.shutdown() }
 
-  private def setup(name: String, incarnation: Long): (StateRoute, ClusterNode, StateController, RoutedStateClient, State) = {
+  private def setup(
+      name: String, incarnation: Long): (StateRoute, ClusterNode, StateController, RoutedStateClient, State) = {
     val spec = StateSpec(name, "k STRING", "v STRING", 6, "replace")
     // uneven on purpose: A owns 0, 1, 4 and B owns 2, 3, 5
     val layout = StateRoute(spec, incarnation, Array(hostA.id, hostA.id, hostB.id, hostB.id, hostA.id, hostB.id))
     val route = layout
-    val n = new ClusterNode(serverA, hostA, new ClusterNode.CoordinatorAccess {
-      override def route(state: String): StateRoute = layout
-      override def updateProgress(state: String): Long = EventTime.MinusInfinity
-      override def ensureReader(state: String, reader: String): Unit = ()
-      override def readerProgress(state: String, reader: String): Option[Long] = None
-      override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-    })
-    route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, incarnation, route.partitionsOf(h).toArray)), h, name, Nil))
+    val n = new ClusterNode(
+      serverA,
+      hostA,
+      new ClusterNode.CoordinatorAccess {
+        override def route(state: String): StateRoute = layout
+        override def updateProgress(state: String): Long = EventTime.MinusInfinity
+        override def ensureReader(state: String, reader: String): Unit = ()
+        override def readerProgress(state: String, reader: String): Option[Long] = None
+        override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
+      }
+    )
+    route.hosts.foreach(h =>
+      HostLink.await[Any](n.link(h).ask(Host(spec, incarnation, route.partitionsOf(h).toArray)), h, name, Nil))
     val driver = new ClusterStateController(new State(spec), route, n)
     driver.registerWriter("w")
     val oracle = new State(spec)
@@ -52,7 +65,8 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   // One epoch of out-of-order input (some of it late), staged through the routed client and into the oracle.
-  private def epoch(random: Random, e: Long, client: RoutedStateClient, driver: StateController, oracle: State): Long = {
+  private def epoch(
+      random: Random, e: Long, client: RoutedStateClient, driver: StateController, oracle: State): Long = {
     var maxTime = 0L
     for (task <- 0 until 2) {
       val batch = new UpdateBatch
@@ -88,7 +102,8 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
     val random = new Random(7)
     val start = driver.updateProgress
     val feeds = HostChangeFeeds.open(n, route, _ => start, () => route).get
-    assert(feeds.feeds.map(f => (f.host, f.partitions.toSeq)) == Seq(hostA.id -> Seq(0, 1, 4), hostB.id -> Seq(2, 3, 5)))
+    assert(feeds.feeds.map(f => (f.host, f.partitions.toSeq)) == Seq(hostA.id -> Seq(0, 1, 4),
+      hostB.id -> Seq(2, 3, 5)))
     assert(feeds.feeds.head.location == "executor_127.0.0.1_1")
     var from = start
     var late: HostFeedSet = null
@@ -119,7 +134,8 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
     HostChangeFeeds.close(n, late)
     HostChangeFeeds.close(n, feeds)
     val closed = feeds.feeds.head
-    intercept[io.sharedstate.core.SharedStateException](hostA.handle(ReadHostFeed(route.name, 1L, closed.subscription, from, from)))
+    intercept[io.sharedstate.core.SharedStateException](hostA.handle(ReadHostFeed(route.name, 1L, closed.subscription,
+          from, from)))
   }
 
   test("a subscription that cannot be read falls back to a scan of the host's partitions: the same changes") {
@@ -158,12 +174,14 @@ class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
       val group = route.partitionsOf(h)
       val u1 = driver.updateProgress
       def times(from: Long, until: Long): Seq[Long] = oracle.mergedChanges(from, until, group).toSeq.map(_.time)
-      def tail(set: HostFeedSet, at: ChangePosition) = HostChangeTail(route.name, route.incarnation, set.feedOf(h).get, at, 50L, 5L)
+      def tail(set: HostFeedSet, at: ChangePosition) =
+        HostChangeTail(route.name, route.incarnation, set.feedOf(h).get, at, 50L, 5L)
       def take(reader: HostChangeTailReader, count: Int): Seq[Long] =
         (0 until count).map { _ => assert(reader.next()); reader.get().getLong(2) }
 
       val first = HostChangeFeeds.open(n, route, _ => start, () => route).get
-      val firstReader = new HostChangeTailReader(tail(first, ChangePosition(group.min, start, start, 0, group)), rows, n)
+      val firstReader =
+        new HostChangeTailReader(tail(first, ChangePosition(group.min, start, start, 0, group)), rows, n)
       val firstRange = times(start, u1)
       assert(firstRange.size > 20)
       val emitted = take(firstReader, firstRange.size / 2)

@@ -31,13 +31,17 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val spec = StateSpec("routed", "k STRING", "v STRING", 6, "replace")
   private val route = StateRoute(spec, 7L, Array.tabulate(6)(i => if (i % 2 == 0) hostA.id else hostB.id))
 
-  private def node(): ClusterNode = new ClusterNode(serverA, hostA, new ClusterNode.CoordinatorAccess {
-    override def route(state: String): StateRoute = RoutingSuite.this.route
-    override def updateProgress(state: String): Long = EventTime.MinusInfinity
-    override def ensureReader(state: String, reader: String): Unit = ()
-    override def readerProgress(state: String, reader: String): Option[Long] = None
-    override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-  })
+  private def node(): ClusterNode = new ClusterNode(
+    serverA,
+    hostA,
+    new ClusterNode.CoordinatorAccess {
+      override def route(state: String): StateRoute = RoutingSuite.this.route
+      override def updateProgress(state: String): Long = EventTime.MinusInfinity
+      override def ensureReader(state: String, reader: String): Unit = ()
+      override def readerProgress(state: String, reader: String): Option[Long] = None
+      override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
+    }
+  )
 
   // The key bytes are opaque to routing and storage, so plain UTF-8 stands in for binary rows here.
   private def key(i: Int): Array[Byte] = s"key-$i".getBytes(UTF_8)
@@ -45,7 +49,9 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("updates staged per owner, committed at every host, fetched from the owner: answers of one State") {
     val n = node()
-    route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name, Nil))
+    route.hosts.foreach(h =>
+      HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name,
+        Nil))
     val driver = new ClusterStateController(new State(spec), route, n)
     val oracle = new State(spec)
     val client = new RoutedStateClient(route, n)
@@ -82,7 +88,8 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(driver.updateProgress == oracle.updateProgress)
     assert(oracle.metrics.updatesRejected > 0, "the input had late updates")
 
-    val requests = for (k <- 0 until 50; t <- Seq(-500L, 100L, 1700L, 3999L, 10000L)) yield FetchRequest(new Key(key(k)), t)
+    val requests = for (k <- 0 until 50; t <- Seq(-500L, 100L, 1700L, 3999L, 10000L))
+      yield FetchRequest(new Key(key(k)), t)
     val answers = client.fetch(requests.toIndexedSeq)
     requests.zip(answers).foreach { case (r, a) => assertSame(a, oracle.fetch(r)) }
     assert(answers.count(_ == FetchAnswer.NotYet) > 0 && answers.count(_.isInstanceOf[FetchAnswer.Found]) > 0)
@@ -107,12 +114,16 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("a misrouted or stale request is refused, naming the State") {
     val n = node()
-    route.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name, Nil))
+    route.hosts.foreach(h =>
+      HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name,
+        Nil))
     val onB = (0 until 100).map(key).find(k => new Key(k).partition(6) % 2 == 1).get
-    val misrouted = intercept[SharedStateException](hostA.fetch(spec.name, route.incarnation, Array(FetchRequest(new Key(onB), 0L))))
+    val misrouted =
+      intercept[SharedStateException](hostA.fetch(spec.name, route.incarnation, Array(FetchRequest(new Key(onB), 0L))))
     assert(misrouted.getMessage.contains("'routed' partition") && misrouted.getMessage.contains("misrouted"))
-    val stale = intercept[SharedStateException](HostLink.await[Any](n.link(hostB.id).ask(Fetch(spec.name, 99L, Array())),
-      hostB.id, spec.name, Nil))
+    val stale =
+      intercept[SharedStateException](HostLink.await[Any](n.link(hostB.id).ask(Fetch(spec.name, 99L, Array())),
+          hostB.id, spec.name, Nil))
     assert(stale.getMessage.contains("State 'routed' is not hosted by executor 2"))
   }
 
@@ -123,10 +134,12 @@ class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
     val lostSpec = StateSpec("lost", "k STRING", "v STRING", 2, "replace")
     val lostRoute = StateRoute(lostSpec, 1L, Array(hostA.id, hostC.id))
     val n = node()
-    lostRoute.hosts.foreach(h => HostLink.await[Any](n.link(h).ask(Host(lostSpec, 1L, lostRoute.partitionsOf(h).toArray)), h, "lost", Nil))
+    lostRoute.hosts.foreach(h =>
+      HostLink.await[Any](n.link(h).ask(Host(lostSpec, 1L, lostRoute.partitionsOf(h).toArray)), h, "lost", Nil))
     serverC.shutdown()
     val onC = (0 until 100).map(key).find(k => new Key(k).partition(2) == 1).get
-    val e = intercept[SharedStateException](new RoutedStateClient(lostRoute, n).fetch(IndexedSeq(FetchRequest(new Key(onC), 0L))))
+    val e = intercept[SharedStateException](new RoutedStateClient(lostRoute, n).fetch(
+        IndexedSeq(FetchRequest(new Key(onC), 0L))))
     assert(e.getMessage.contains("State 'lost' partition(s) 1 are hosted by executor 3"), e.getMessage)
   }
 

@@ -28,12 +28,14 @@ class RpcAuthSuite extends AnyFunSuite {
     val server = RpcBridge.newStandaloneServer("auth-server", "127.0.0.1", conf(auth = true, secret = "right-secret"))
     val counting = new Counting(new HostService(HostId("1", "127.0.0.1", server.port)))
     server.serve(HostService.Endpoint, counting)
-    try body(server, counting) finally server.shutdown()
+    try body(server, counting)
+    finally server.shutdown()
   }
 
   private def ask(client: SparkConf, server: RpcBridge.Server): Try[Any] = {
     val env = RpcBridge.newStandaloneServer("auth-client", "127.0.0.1", client)
-    try Try(env.connect("127.0.0.1", server.port, HostService.Endpoint).askSync(hostMessage)) finally env.shutdown()
+    try Try(env.connect("127.0.0.1", server.port, HostService.Endpoint).askSync(hostMessage))
+    finally env.shutdown()
   }
 
   test("a client with the application's secret is served") {

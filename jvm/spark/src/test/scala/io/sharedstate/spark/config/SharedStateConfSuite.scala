@@ -31,9 +31,12 @@ class SharedStateConfSuite extends AnyFunSuite {
 
   test("a bad value names the key and what is allowed") {
     for ((entry, bad, says) <- Seq[(SharedStateConf.Entry[_], String, String)](
-        (SharedStateConf.SnapshotsRetained, "0", ">= 1"), (SharedStateConf.SnapshotFullEvery, "many", ">= 1"),
-        (SharedStateConf.OwnerLease, "soon", "interval"), (SharedStateConf.Executors, "-2", ">= 1"),
-        (SharedStateConf.HostWaitTimeout, "a while", "duration"))) {
+        (SharedStateConf.SnapshotsRetained, "0", ">= 1"),
+        (SharedStateConf.SnapshotFullEvery, "many", ">= 1"),
+        (SharedStateConf.OwnerLease, "soon", "interval"),
+        (SharedStateConf.Executors, "-2", ">= 1"),
+        (SharedStateConf.HostWaitTimeout, "a while", "duration")
+      )) {
       val e = intercept[SharedStateException](entry.fromText(bad))
       assert(e.getMessage.contains(entry.key) && e.getMessage.contains(says), e.getMessage)
     }

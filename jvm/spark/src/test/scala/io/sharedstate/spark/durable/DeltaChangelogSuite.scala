@@ -24,7 +24,8 @@ class DeltaChangelogSuite extends AnyFunSuite {
     }.toSet
 
   private def seen(rows: Seq[ChangelogRow]): Set[(Int, String, Long, String, Int, Int)] =
-    rows.map(r => (r.partition, new String(r.key, "UTF-8"), r.timestamp.longValue, new String(r.value, "UTF-8"), r.task, r.seq)).toSet
+    rows.map(r =>
+      (r.partition, new String(r.key, "UTF-8"), r.timestamp.longValue, new String(r.value, "UTF-8"), r.task, r.seq)).toSet
 
   test("task files committed as an epoch read back per partition, each row in its key's partition") {
     val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
@@ -56,7 +57,8 @@ class DeltaChangelogSuite extends AnyFunSuite {
     assert(log.commitEpoch("other", 3L, target.writeTask("other", 3L, 0, b)).isDefined)
   }
 
-  test("rows rejected in the task are logged too: a null key in the journal partition, a null time in its key's partition") {
+  test(
+    "rows rejected in the task are logged too: a null key in the journal partition, a null time in its key's partition") {
     val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
     val target = log.target(partitionCount = 3)
     val b = batch(("k", 1L, "v"))
@@ -64,7 +66,8 @@ class DeltaChangelogSuite extends AnyFunSuite {
     b.reject(RejectedUpdate(bytes("k"), null, bytes("no time"), RejectedUpdate.NullTime, "w", 0L, 0L))
     log.commitEpoch("w", 0L, target.writeTask("w", 0L, 0, b))
     val journal = log.readPartition(ChangelogSchema.JournalPartition)
-    assert(journal.map(r => (r.key, r.timestamp.longValue, new String(r.value, "UTF-8"))).map(t => (t._1 == null, t._2, t._3)) ==
+    assert(journal.map(r => (r.key, r.timestamp.longValue, new String(r.value, "UTF-8"))).map(t =>
+      (t._1 == null, t._2, t._3)) ==
       Seq((true, 5L, "no key")))
     val p = new Key(bytes("k")).partition(3)
     val rows = log.readPartition(p).sortBy(_.seq)

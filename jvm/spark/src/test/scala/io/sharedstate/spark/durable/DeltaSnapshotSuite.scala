@@ -44,7 +44,9 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     val changedSinceRound = mutable.Set.empty[Int]
     def commit(updates: Seq[(Int, Long, String)], progress: Long): Unit = {
       val (ready, later) = (waiting ++ updates).partition(_._2 < progress)
-      ready.foreach { case (k, t, v) => applied.getOrElseUpdate(k, mutable.TreeMap.empty)(t) = v; changedSinceRound += k }
+      ready.foreach { case (k, t, v) =>
+        applied.getOrElseUpdate(k, mutable.TreeMap.empty)(t) = v; changedSinceRound += k
+      }
       waiting = later
     }
     def latest(k: Int, t: Long): Option[(Long, String)] = applied.get(k).flatMap(_.rangeTo(t).lastOption)
@@ -55,7 +57,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
   private final class Owner(val dir: Path, fullEvery: Int, retained: Int = 100, legacyTable: Boolean = false,
       sparkForRetention: Boolean = false) {
     // legacy: as created before the base_id/parent_id columns existed
-    private val tables = new OwnedTables(dir, conf, "delta-snapshot-suite", Option.when(legacyTable)(SnapshotTable.withoutChains))
+    private val tables =
+      new OwnedTables(dir, conf, "delta-snapshot-suite", Option.when(legacyTable)(SnapshotTable.withoutChains))
     val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
     private val lease = tables.lease
@@ -86,11 +89,13 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     model.commit(updates, e * 1000L)
   }
 
-  private def recover(dir: Path, pick: Option[(SnapshotTable, Int) => Seq[StoredSnapshot]] = None): (State, Recovered) = {
+  private def recover(
+      dir: Path, pick: Option[(SnapshotTable, Int) => Seq[StoredSnapshot]] = None): (State, Recovered) = {
     val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
     val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
     val s = new State(spec)
-    val r = pick.fold(StateRecovery.replay(s, log, Some(snapshots), None))(p => StateRecovery.replay(s, log, Some(snapshots), None, pick = p))
+    val r = pick.fold(StateRecovery.replay(s, log, Some(snapshots), None))(p =>
+      StateRecovery.replay(s, log, Some(snapshots), None, pick = p))
     (s, r)
   }
 
@@ -102,7 +107,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert((a == null) == (b == null), s"k$k")
       if (a != null) {
         assert(a.size == b.size, s"k$k: ${a.size} pairs live, ${b.size} recovered")
-        (0 until a.size).foreach(i => assert(a.timeAt(i) == b.timeAt(i) && a.valueAt(i).sameElements(b.valueAt(i)), s"k$k pair $i"))
+        (0 until a.size).foreach(i =>
+          assert(a.timeAt(i) == b.timeAt(i) && a.valueAt(i).sameElements(b.valueAt(i)), s"k$k pair $i"))
       }
     }
   }
@@ -122,7 +128,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def kinds(t: SnapshotTable, p: Int): Seq[String] = t.links(p).reverse.map(l => if (l.isDelta) "D" else "F")
 
-  test("delta snapshots hold only the keys changed since the previous snapshot; a chain of them recovers the live State") {
+  test(
+    "delta snapshots hold only the keys changed since the previous snapshot; a chain of them recovers the live State") {
     val dir = new Path(Files.createTempDirectory("delta-snapshots-").toString)
     val o = new Owner(dir, fullEvery = 8)
     val model = new Oracle
@@ -159,7 +166,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     o.close()
   }
 
-  test("compaction between snapshots: a delta carries each trimmed key's whole history, recovery matches pair for pair") {
+  test(
+    "compaction between snapshots: a delta carries each trimmed key's whole history, recovery matches pair for pair") {
     val dir = new Path(Files.createTempDirectory("delta-compaction-").toString)
     val o = new Owner(dir, fullEvery = 8)
     val model = new Oracle
@@ -177,8 +185,10 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(round.written == 0)
     epoch(o, model, rnd, 7L, n = 3)
     val delta = o.snapshotter.round()
-    assert(delta.deltas == 2 && delta.entries > model.changedSinceRound.size,
-      s"the delta holds the compacted keys too: $delta, ${model.changedSinceRound.size} keys updated")
+    assert(
+      delta.deltas == 2 && delta.entries > model.changedSinceRound.size,
+      s"the delta holds the compacted keys too: $delta, ${model.changedSinceRound.size} keys updated"
+    )
     val (fresh, _) = recover(dir)
     assert(fresh.metrics.pairs == o.state.metrics.pairs)
     assertSameContents(o.state, fresh)

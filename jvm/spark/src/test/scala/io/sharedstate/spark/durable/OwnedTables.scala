@@ -12,8 +12,12 @@ import org.apache.hadoop.fs.Path
 final class OwnedTables(dir: Path, conf: Configuration, app: String, legacySnapshots: Option[StructType] = None) {
   val log: DeltaChangelog = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
   legacySnapshots.foreach { schema =>
-    KernelTables.create(DefaultEngine.create(conf), new Path(dir, "snapshots").toString,
-      schema.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)), Seq(SnapshotTable.Partition))
+    KernelTables.create(
+      DefaultEngine.create(conf),
+      new Path(dir, "snapshots").toString,
+      schema.add(new StructField(SnapshotTable.Partition, IntegerType.INTEGER, false)),
+      Seq(SnapshotTable.Partition)
+    )
   }
   val snapshots: SnapshotTable = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
   val rejected: RejectedTable = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)

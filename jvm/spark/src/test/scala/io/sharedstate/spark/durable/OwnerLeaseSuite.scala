@@ -16,7 +16,8 @@ class OwnerLeaseSuite extends AnyFunSuite {
     assert(a.acquire(0).isEmpty && a.held)
     val refused = b.acquire(0)
     assert(refused.exists(o => o.app == "app-a" && o.appName == "A" && !o.released) && !b.held)
-    assert(new OwnerLease(d, new Configuration(), "app-a", "A", 60000).acquire(0).isEmpty, "the same application reopens")
+    assert(new OwnerLease(d, new Configuration(), "app-a", "A", 60000).acquire(0).isEmpty,
+      "the same application reopens")
     a.release()
     assert(!a.held)
     assert(b.acquire(0).isEmpty && b.held)
@@ -46,7 +47,8 @@ class OwnerLeaseSuite extends AnyFunSuite {
   test("the rejected table takes each journal event once") {
     val path = Files.createTempDirectory("rejected-").resolve("rejected").toString
     val t = RejectedTable.openOrCreate(path, new Configuration())
-    def r(k: String, time: Long) = RejectedUpdate(k.getBytes("UTF-8"), time, Array[Byte](1), RejectedUpdate.Late, "w", 3, 10)
+    def r(k: String, time: Long) =
+      RejectedUpdate(k.getBytes("UTF-8"), time, Array[Byte](1), RejectedUpdate.Late, "w", 3, 10)
     assert(t.lastEvent == -1L)
     assert(t.append(Seq(5L -> r("a", 1), 5L -> r("b", 2)), Some(5L)))
     assert(!t.append(Seq(5L -> r("a", 1)), Some(5L)), "the same event again adds nothing")
@@ -54,6 +56,7 @@ class OwnerLeaseSuite extends AnyFunSuite {
     assert(t.append(Seq(7L -> r("c", 3)), Some(7L)))
     assert(t.lastEvent == 7L)
     assert(t.readAll().map(x => new String(x.key, "UTF-8")) == Seq("a", "b", "c"))
-    assert(t.readAll().forall(x => x.reason == "late" && x.writer == "w" && x.epoch == 3 && x.updateProgressAtArrival == 10))
+    assert(
+      t.readAll().forall(x => x.reason == "late" && x.writer == "w" && x.epoch == 3 && x.updateProgressAtArrival == 10))
   }
 }

@@ -15,7 +15,8 @@ class StateRecoverySuite extends AnyFunSuite {
   private final class Durable(legacySnapshotTable: Boolean = false) {
     val dir = new Path(Files.createTempDirectory("recovery-").toString)
     // legacy: as created before the changelog_version column existed
-    private val tables = new OwnedTables(dir, conf, "recovery-suite", Option.when(legacySnapshotTable)(SnapshotTable.withoutChangelogVersion))
+    private val tables = new OwnedTables(dir, conf, "recovery-suite",
+      Option.when(legacySnapshotTable)(SnapshotTable.withoutChangelogVersion))
     val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
     private val lease = tables.lease
@@ -36,15 +37,18 @@ class StateRecoverySuite extends AnyFunSuite {
     }
 
     // retained = 10: one round never reaches retention, which is the part of the snapshotter that needs Spark
-    def snapshot(): SnapshotRound = new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
+    def snapshot(): SnapshotRound =
+      new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
   }
 
   private def assertSameAnswers(expected: State, actual: State): Unit = {
-    assert(actual.metrics.keys == expected.metrics.keys && actual.metrics.updatesStaged == expected.metrics.updatesStaged)
+    assert(
+      actual.metrics.keys == expected.metrics.keys && actual.metrics.updatesStaged == expected.metrics.updatesStaged)
     for (k <- 0 until 20; t <- 0L to 1000L by 23) {
       val key = new Key(s"k$k".getBytes)
       (expected.fetchLatest(key, t), actual.fetchLatest(key, t)) match {
-        case (FetchAnswer.Found(t1, v1), FetchAnswer.Found(t2, v2)) => assert(t1 == t2 && v1.sameElements(v2), s"k$k at $t")
+        case (FetchAnswer.Found(t1, v1), FetchAnswer.Found(t2, v2)) =>
+          assert(t1 == t2 && v1.sameElements(v2), s"k$k at $t")
         case (x, y) => assert(x == y, s"k$k at $t")
       }
     }
@@ -83,7 +87,8 @@ class StateRecoverySuite extends AnyFunSuite {
     assertSameAnswers(d.state, s)
   }
 
-  test("a snapshot table from before changelog_version: the version reads as unknown and recovery reads the whole changelog") {
+  test(
+    "a snapshot table from before changelog_version: the version reads as unknown and recovery reads the whole changelog") {
     val d = new Durable(legacySnapshotTable = true)
     val history = (0L until 3L).map(e => d.epoch(e, keys = 20)).sum
     d.snapshot()

@@ -49,31 +49,38 @@ class ContinuousFetchAnswersSuite extends AnyFunSuite {
       val stop = new AtomicBoolean(false)
       val advance = new Thread(() => {
         var epoch = 1L
-        while (!stop.get() && epoch <= Times) { state.commitEpoch("w", epoch, Times / 2 + epoch); epoch += 1; Thread.sleep(1) }
+        while (!stop.get() && epoch <= Times) {
+          state.commitEpoch("w", epoch, Times / 2 + epoch); epoch += 1; Thread.sleep(1)
+        }
       })
       advance.start()
       // replies arrive on several threads at once, as RPC replies from remote owners do
       val replies = Executors.newFixedThreadPool(8)
       val local = StateClient.of(name)
-      val remoteLike: String => StateClient = _ => new StateClient {
-        override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] =
-          local.fetchAsync(request).thenApplyAsync((a: FetchAnswer) => a, replies)
-        override def name: String = local.name
-        override def spec: StateSpec = local.spec
-        override def updateProgress: Long = local.updateProgress
-        override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = local.stage(writer, epoch, task, batch)
-        override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = local.fetch(requests)
-        override def changes(partition: Int, from: Long, until: Long): Array[Change] = local.changes(partition, from, until)
-        override def changeSubscription(id: Long): io.sharedstate.core.ChangeSubscription = local.changeSubscription(id)
-        override def updateProgressAt(partition: Int): Long = local.updateProgressAt(partition)
-        override def readerProgress(reader: String): Option[Long] = local.readerProgress(reader)
-        override def ensureReader(reader: String): Unit = local.ensureReader(reader)
-        override def asOf(partition: Int, asOf: Long): StoredPairs = local.asOf(partition, asOf)
-        override def rejectedUpdates: Seq[RejectedUpdate] = local.rejectedUpdates
-        override def preferredHost(partition: Int): Option[String] = local.preferredHost(partition)
-      }
-      val out = try new ContinuousFetchFunction(spec, remoteLike)(rows.iterator).toVector
-      finally { stop.set(true); advance.join(); replies.shutdown() }
+      val remoteLike: String => StateClient = _ =>
+        new StateClient {
+          override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] =
+            local.fetchAsync(request).thenApplyAsync((a: FetchAnswer) => a, replies)
+          override def name: String = local.name
+          override def spec: StateSpec = local.spec
+          override def updateProgress: Long = local.updateProgress
+          override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =
+            local.stage(writer, epoch, task, batch)
+          override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = local.fetch(requests)
+          override def changes(partition: Int, from: Long, until: Long): Array[Change] =
+            local.changes(partition, from, until)
+          override def changeSubscription(id: Long): io.sharedstate.core.ChangeSubscription =
+            local.changeSubscription(id)
+          override def updateProgressAt(partition: Int): Long = local.updateProgressAt(partition)
+          override def readerProgress(reader: String): Option[Long] = local.readerProgress(reader)
+          override def ensureReader(reader: String): Unit = local.ensureReader(reader)
+          override def asOf(partition: Int, asOf: Long): StoredPairs = local.asOf(partition, asOf)
+          override def rejectedUpdates: Seq[RejectedUpdate] = local.rejectedUpdates
+          override def preferredHost(partition: Int): Option[String] = local.preferredHost(partition)
+        }
+      val out =
+        try new ContinuousFetchFunction(spec, remoteLike)(rows.iterator).toVector
+        finally { stop.set(true); advance.join(); replies.shutdown() }
       assert(out.size == rows.size)
       val wrong = out.filter(r => r.getLong(3) != r.getLong(0) * 1000 + r.getLong(1))
       assert(wrong.isEmpty, s"${wrong.size} answers carry another event's value, e.g. ${wrong.take(3)}")

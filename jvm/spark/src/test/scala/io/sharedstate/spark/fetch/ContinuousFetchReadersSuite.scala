@@ -10,6 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** A continuous fetch join registers its reader once per run and JVM, not once per epoch. */
 class ContinuousFetchReadersSuite extends AnyFunSuite {
+
   /** Counts reader registrations; nothing else may be asked. */
   private final class CountingClient(val name: String, failFirst: Boolean = false) extends StateClient {
     var asked = 0

@@ -17,8 +17,8 @@ import scala.util.Random
  */
 class KeyEncodingSuite extends AnyFunSuite {
   private val input = StructType(Seq(
-    StructField("name", StringType), StructField("ts", TimestampType), StructField("n", LongType),
-    StructField("d", DoubleType), StructField("v", StringType)))
+      StructField("name", StringType), StructField("ts", TimestampType), StructField("n", LongType),
+      StructField("d", DoubleType), StructField("v", StringType)))
   private val keyOrdinals = Array(0, 2, 3)
   private val keySchema = StructType(keyOrdinals.map(input(_)))
   private val toInternal = ExpressionEncoder(input).createSerializer()
@@ -44,7 +44,8 @@ class KeyEncodingSuite extends AnyFunSuite {
       val internal: InternalRow = toInternal(row)
       val fromSink = binder.keyBytes(internal)
       assert(Arrays.equals(fromSink, events.bytes(internal)), s"fetch join, key $row")
-      assert(Arrays.equals(fromSink, external(Row(row.get(0), row.get(2), row.get(3))).bytes), s"continuous join, key $row")
+      assert(Arrays.equals(fromSink, external(Row(row.get(0), row.get(2), row.get(3))).bytes),
+        s"continuous join, key $row")
       assert(Arrays.equals(fromSink, sql.bytes(internal)), s"SQL function, key $row")
       assert(Arrays.equals(singleColumn.bytes(internal), single.bytes(internal)), s"one-column key $row")
     }

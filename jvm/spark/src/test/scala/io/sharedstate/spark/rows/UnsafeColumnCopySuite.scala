@@ -12,9 +12,26 @@ import scala.util.Random
 /** UnsafeColumnCopy against Spark's own UnsafeProjection of the same values, for every kind of column. */
 class UnsafeColumnCopySuite extends AnyFunSuite {
   private val struct = StructType(Seq(StructField("a", IntegerType), StructField("b", StringType)))
-  private val types: Array[DataType] = Array(BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType,
-    DoubleType, DecimalType(10, 2), DecimalType(30, 5), DateType, TimestampType, StringType, BinaryType,
-    ArrayType(StringType), MapType(StringType, IntegerType), struct, CalendarIntervalType, ArrayType(struct))
+  private val types: Array[DataType] = Array(
+    BooleanType,
+    ByteType,
+    ShortType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType(10, 2),
+    DecimalType(30, 5),
+    DateType,
+    TimestampType,
+    StringType,
+    BinaryType,
+    ArrayType(StringType),
+    MapType(StringType, IntegerType),
+    struct,
+    CalendarIntervalType,
+    ArrayType(struct)
+  )
 
   private def value(t: DataType, r: Random): Any = t match {
     case BooleanType => r.nextBoolean()
@@ -24,11 +41,13 @@ class UnsafeColumnCopySuite extends AnyFunSuite {
     case LongType | TimestampType => r.nextLong()
     case FloatType => r.nextFloat()
     case DoubleType => r.nextDouble()
-    case d: DecimalType => Decimal(BigDecimal(BigInt(d.precision * 3, r) % BigInt(10).pow(d.precision), d.scale), d.precision, d.scale)
+    case d: DecimalType =>
+      Decimal(BigDecimal(BigInt(d.precision * 3, r) % BigInt(10).pow(d.precision), d.scale), d.precision, d.scale)
     case StringType => UTF8String.fromString(r.alphanumeric.take(r.nextInt(30)).mkString)
     case BinaryType => Array.fill(r.nextInt(20))(r.nextInt().toByte)
     case ArrayType(e, _) => new GenericArrayData(Array.fill(r.nextInt(4))(maybe(e, r)))
-    case MapType(k, v, _) => val n = r.nextInt(4)
+    case MapType(k, v, _) =>
+      val n = r.nextInt(4)
       ArrayBasedMapData(Array.tabulate[Any](n)(i => UTF8String.fromString(s"k$i")), Array.fill(n)(maybe(v, r)))
     case s: StructType => InternalRow.fromSeq(s.fields.map(f => maybe(f.dataType, r)).toSeq)
     case CalendarIntervalType => new CalendarInterval(r.nextInt(), r.nextInt(), r.nextLong())

@@ -7,7 +7,8 @@ package io.sharedstate.spark.fetch.batch
  * files under `waitingDir` (see [[WaitingEventFiles]]; the directory is not recorded, it is where the
  * join's checkpoint is).
  */
-private[sharedstate] final case class BatchBound(u: Long, f: Long, previous: Long = -1L, previousParts: Int = 0, waitingDir: String = null) {
+private[sharedstate] final case class BatchBound(u: Long, f: Long, previous: Long = -1L, previousParts: Int = 0,
+    waitingDir: String = null) {
   def encode: String = s"$u $f $previous $previousParts"
 }
 
@@ -15,6 +16,6 @@ private[sharedstate] object BatchBound {
   def decode(text: String): BatchBound = text.trim.split("\\s+") match {
     case Array(u, f, previous, parts) => BatchBound(u.toLong, f.toLong, previous.toLong, parts.toInt)
     case other => throw new IllegalStateException(
-      s"A fetch-join batch bound file holds '${other.mkString(" ")}', not 'U F previous-batch previous-parts'.")
+        s"A fetch-join batch bound file holds '${other.mkString(" ")}', not 'U F previous-batch previous-parts'.")
   }
 }

@@ -79,20 +79,24 @@ private[sharedstate] object BatchBounds extends Logging {
     val (first, last) = (key.indexOf('|'), key.lastIndexOf('|'))
     val (query, join, batch) = (key.substring(0, first), key.substring(first + 1, last), key.substring(last + 1).toLong)
     val registered = Option(joins.get(s"$query|$join")).getOrElse(throw new IllegalStateException(
-      s"Fetch join $join of query $query has no checkpoint directory: its progress stream was not planned on this driver."))
+        s"Fetch join $join of query $query has no checkpoint directory: its progress stream was not planned on this driver."))
     def live: BatchBound = {
       FetchJoinProgress.catchUp(query)
       val s = Coordinator.get.state(state)
       val (previous, parts) = registered.waiting.previous(batch)
-      BatchBound(s.updateProgress, s.readerProgress(FetchJoinProgress.readerId(query, join)).getOrElse(EventTime.MinusInfinity),
+      BatchBound(s.updateProgress,
+        s.readerProgress(FetchJoinProgress.readerId(query, join)).getOrElse(EventTime.MinusInfinity),
         previous, parts)
     }
-    val bound = bounds.computeIfAbsent(key, _ => {
-      val b = registered.log.getOrAdd(batch, live)
-      registered.waiting.reset(batch)
-      registered.waiting.forgetBefore(b.previous)
-      b.copy(waitingDir = registered.waiting.dir.toString)
-    })
+    val bound = bounds.computeIfAbsent(
+      key,
+      _ => {
+        val b = registered.log.getOrAdd(batch, live)
+        registered.waiting.reset(batch)
+        registered.waiting.forgetBefore(b.previous)
+        b.copy(waitingDir = registered.waiting.dir.toString)
+      }
+    )
     if (bounds.remove(BatchBounds.key(query, join, batch - Kept)) != null) registered.log.forget(batch - Kept)
     bound
   }
@@ -116,7 +120,7 @@ private[sharedstate] object BatchBounds extends Logging {
   /** The query and micro-batch id in Spark's local properties (the driver's, or a task's), if any. */
   def microBatch(property: String => String): Option[(String, Long)] =
     for (query <- Option(property(StreamExecution.QUERY_ID_KEY));
-         batch <- Option(property(MicroBatchExecution.BATCH_ID_KEY))) yield (query, batch.toLong)
+      batch <- Option(property(MicroBatchExecution.BATCH_ID_KEY))) yield (query, batch.toLong)
 
   /** Starts recording the bound of (query, join, batch) on the driver, unless it is known already. */
   def prepare(query: String, join: String, batch: Long, state: String): Unit = {

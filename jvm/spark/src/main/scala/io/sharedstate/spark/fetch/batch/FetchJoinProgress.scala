@@ -55,7 +55,8 @@ private[sharedstate] object FetchJoinProgress extends Logging {
       .map(w => Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000)
     readers.filter(_.latenessMicros >= 0).foreach { reader =>
       val metrics = Option(progress.observedMetrics.get(reader.metricsName))
-      def metric(name: String): Option[Long] = metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
+      def metric(name: String): Option[Long] =
+        metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
       metric("maxEventMicros").foreach(m => reader.maxSeen = math.max(reader.maxSeen, m))
       if (reader.maxSeen != Long.MinValue) {
         val bound = Seq(Some(reader.maxSeen - reader.latenessMicros), metric("minWaitingMicros"), watermark).flatten.min

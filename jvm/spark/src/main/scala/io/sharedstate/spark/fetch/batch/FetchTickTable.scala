@@ -23,17 +23,18 @@ private[sharedstate] final class FetchTickTable(state: StateController, join: St
 
   override def capabilities(): util.Set[TableCapability] = util.EnumSet.of(TableCapability.MICRO_BATCH_READ)
 
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () => new Scan {
-    override def readSchema(): StructType = ProgressTicks.schema
-    override def description(): String = s"sharedstate ${state.name} progress ticks of fetch join $join"
-    override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
-      BatchBounds.registerFromStream(join, checkpointLocation)
-      val stateName = state.name
-      new ProgressTickStream(state) {
-        override protected def planned(): Unit = BatchBounds.prepare(join, stateName)
+  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder = () =>
+    new Scan {
+      override def readSchema(): StructType = ProgressTicks.schema
+      override def description(): String = s"sharedstate ${state.name} progress ticks of fetch join $join"
+      override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
+        BatchBounds.registerFromStream(join, checkpointLocation)
+        val stateName = state.name
+        new ProgressTickStream(state) {
+          override protected def planned(): Unit = BatchBounds.prepare(join, stateName)
+        }
       }
     }
-  }
 
   override def toString: String = name()
 }

@@ -41,7 +41,9 @@ private[sharedstate] final class WaitingEventFiles(val dir: Path, conf: Configur
   def previous(batch: Long): (Long, Int) = batches.filter(_ < batch).maxOption match {
     case None => (-1L, 0)
     case Some(p) =>
-      val parts = files.list(new Path(dir, p.toString)).toSeq.map(_.getPath.getName).collect { case Part(i, n) => (i.toInt, n.toInt) }
+      val parts = files.list(new Path(dir, p.toString)).toSeq.map(_.getPath.getName).collect { case Part(i, n) =>
+        (i.toInt, n.toInt)
+      }
       val counts = parts.map(_._2).distinct
       if (counts.size != 1 || parts.map(_._1).toSet != (0 until counts.head).toSet) throw new SharedStateException(
         s"Fetch join: the waiting events of micro-batch $p in ${new Path(dir, p.toString)} are incomplete " +
@@ -94,11 +96,14 @@ private[sharedstate] final class WaitingEventFiles(val dir: Path, conf: Configur
       nextSize = readSize()
       (StoredRows.wrap(bytes, eventWidth), arrived)
     }
-    private def whole[T](read: => T): T = try read catch { case e: EOFException => throw truncated(path, e) }
+    private def whole[T](read: => T): T =
+      try read
+      catch { case e: EOFException => throw truncated(path, e) }
   }
 
   private def truncated(path: Path, cause: Throwable) =
-    new SharedStateException(s"Fetch join: the waiting-events file $path ends early; it was not written by a completed task.", cause)
+    new SharedStateException(
+      s"Fetch join: the waiting-events file $path ends early; it was not written by a completed task.", cause)
 
   final class Writer private[WaitingEventFiles] (out: CheckpointFileManager.CancellableFSDataOutputStream) {
     private val data = new DataOutputStream(codec.compressedOutputStream(out))
@@ -122,7 +127,8 @@ private[sharedstate] object WaitingEventFiles {
   def name(part: Int, parts: Int): String = f"part-$part%05d-of-$parts%05d"
 
   // LZ4, as Spark compresses its own shuffle and state files; created per use (codecs are cheap).
-  private def codec: CompressionCodec = new LZ4CompressionCodec(Option(SparkEnv.get).map(_.conf).getOrElse(new SparkConf(false)))
+  private def codec: CompressionCodec =
+    new LZ4CompressionCodec(Option(SparkEnv.get).map(_.conf).getOrElse(new SparkConf(false)))
 
   // UnsafeRow.writeToStream copies off-heap rows through a buffer; ours are on-heap, but it wants one.
   private val WriteBuffer = ThreadLocal.withInitial[Array[Byte]](() => new Array[Byte](4096))

@@ -19,6 +19,7 @@ object PlanFrames {
    * reaches: Spark plans it through `newScanBuilder(empty options).build().toMicroBatchStream`.
    */
   def stream(session: SparkSession, sourceName: String, table: Table, schema: StructType): DataFrame =
-    of(session, StreamingRelationV2(None, sourceName, table, CaseInsensitiveStringMap.empty(),
-      toAttributes(schema), None, None, None))
+    of(session,
+      StreamingRelationV2(None, sourceName, table, CaseInsensitiveStringMap.empty(),
+        toAttributes(schema), None, None, None))
 }

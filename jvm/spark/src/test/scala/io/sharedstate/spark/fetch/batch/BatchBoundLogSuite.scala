@@ -36,7 +36,8 @@ class BatchBoundLogSuite extends AnyFunSuite {
   private def uf(b: BatchBound): (Long, Long) = (b.u, b.f)
 
   // A fresh State with the reader of (query, join) at F = 30 and the join's bound log registered.
-  private def withJoin(name: String, query: String, join: String)(body: (StateController, String, Path) => Unit): Unit = {
+  private def withJoin(name: String, query: String, join: String)(body: (
+          StateController, String, Path) => Unit): Unit = {
     val coordinator = Coordinator.get
     if (coordinator.names.contains(name)) coordinator.drop(name)
     val state = coordinator.create(StateSpec(name, "k BIGINT", "v BIGINT", 1, "replace"))
@@ -45,7 +46,8 @@ class BatchBoundLogSuite extends AnyFunSuite {
     state.reportFetchProgress(reader, 30L)
     val d = dir()
     BatchBounds.register(query, join, d.getParent.toString, new Configuration())
-    try body(state, reader, d) finally coordinator.drop(name)
+    try body(state, reader, d)
+    finally coordinator.drop(name)
   }
 
   test("BatchBounds records a registered join's live U and F in its log before answering, once per batch") {
@@ -57,7 +59,8 @@ class BatchBoundLogSuite extends AnyFunSuite {
       assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 9), name) === first, "fixed for the batch")
       assert(new BatchBoundLog(d, new Configuration()).get(9) === Some(first.copy(waitingDir = null)))
       new WaitingEventFiles(new Path(first.waitingDir), new Configuration()).writer(9, 0, 1).close() // batch 9's one task
-      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L, "the next batch reads F again")
+      assert(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 10), name).f === 60L,
+        "the next batch reads F again")
       // A batch recorded by an earlier driver: its bound comes from the log, not from the live State.
       new BatchBoundLog(d, new Configuration()).getOrAdd(11, BatchBound(55L, 5L))
       assert(uf(BatchBounds.onDriver(BatchBounds.key("q-suite", "join-a", 11), name)) === (55L, 5L))
@@ -72,24 +75,28 @@ class BatchBoundLogSuite extends AnyFunSuite {
       val planned = BatchBound(state.updateProgress, 30L)
       assert(new BatchBoundLog(d, new Configuration()).get(4) === Some(planned), "in the checkpoint before any task")
       state.reportFetchProgress(reader, 60L)
-      assert(uf(BatchBounds.of("q-plan", "join-p", 4, name)) === uf(planned), "a task gets the bound of the planned batch")
+      assert(uf(BatchBounds.of("q-plan", "join-p", 4, name)) === uf(planned),
+        "a task gets the bound of the planned batch")
       BatchBounds.prepare("q-plan", "join-p", 4, name) // planned again (Spark may plan a batch twice): no new record
       BatchBounds.awaitPrepared()
       assert(uf(BatchBounds.of("q-plan", "join-p", 4, name)) === uf(planned))
     }
   }
 
-  test("a checkpoint whose join ran without a waiting-events directory (an earlier build) is refused, not read as empty") {
+  test(
+    "a checkpoint whose join ran without a waiting-events directory (an earlier build) is refused, not read as empty") {
     val d = dir()
     new BatchBoundLog(d, new Configuration()).getOrAdd(2, BatchBound(10L, 5L))
-    val e = intercept[SharedStateException](BatchBounds.register("q-old", "join-o", d.getParent.toString, new Configuration()))
+    val e = intercept[SharedStateException](BatchBounds.register("q-old", "join-o", d.getParent.toString,
+        new Configuration()))
     assert(e.getMessage.contains("earlier sharedstate build") && e.getMessage.contains("new checkpointLocation"))
   }
 
   test("a batch after one whose tasks did not all finish fails by name") {
     val name = "bounds_unwritten_suite"
     withJoin(name, "q-unwritten", "join-u") { (_, _, d) =>
-      BatchBounds.onDriver(BatchBounds.key("q-unwritten", "join-u", 0), name) // batch 0 planned; its tasks never finished
+      BatchBounds.onDriver(BatchBounds.key("q-unwritten", "join-u", 0),
+        name) // batch 0 planned; its tasks never finished
       val e = intercept[SharedStateException](BatchBounds.onDriver(BatchBounds.key("q-unwritten", "join-u", 1), name))
       assert(e.getMessage.contains("waiting events of micro-batch 0") && e.getMessage.contains("must be consumed"))
     }

@@ -16,15 +16,18 @@ class WaitingEventFilesSuite extends AnyFunSuite {
   private val toUnsafe = UnsafeProjection.create(schema)
 
   private def files(): WaitingEventFiles = {
-    val f = new WaitingEventFiles(new Path(Files.createTempDirectory("waiting").toUri.toString, "fetch-waiting"), new Configuration())
+    val f = new WaitingEventFiles(new Path(Files.createTempDirectory("waiting").toUri.toString, "fetch-waiting"),
+      new Configuration())
     f.create()
     f
   }
 
-  private def event(id: Long, s: String): UnsafeRow = toUnsafe(InternalRow(id, if (s == null) null else UTF8String.fromString(s))).copy()
+  private def event(id: Long, s: String): UnsafeRow =
+    toUnsafe(InternalRow(id, if (s == null) null else UTF8String.fromString(s))).copy()
 
   // Writes `perTask(i)` events (ids from `first`) as task i of perTask.size in `batch`; returns (id, arrival) of each.
-  private def write(f: WaitingEventFiles, batch: Long, perTask: Seq[Int], first: Long, random: Random): Seq[(Long, Long)] = {
+  private def write(
+      f: WaitingEventFiles, batch: Long, perTask: Seq[Int], first: Long, random: Random): Seq[(Long, Long)] = {
     f.reset(batch) // as the driver does before the batch's tasks run
     perTask.zipWithIndex.flatMap { case (count, task) =>
       val w = f.writer(batch, task, perTask.size)
@@ -48,9 +51,10 @@ class WaitingEventFilesSuite extends AnyFunSuite {
       val (previous, parts) = f.previous(9)
       assert((previous, parts) === (7L, perTask.size), s"seed $seed")
       val tasks = 1 + random.nextInt(6)
-      val read = (0 until tasks).flatMap(t => f.reader(previous, parts, t, tasks, schema.length).map { case (row, arrived) =>
-        (row.getLong(0), arrived)
-      })
+      val read = (0 until tasks).flatMap(t =>
+        f.reader(previous, parts, t, tasks, schema.length).map { case (row, arrived) =>
+          (row.getLong(0), arrived)
+        })
       assert(read.sorted === written.sorted, s"seed $seed: $tasks tasks after ${perTask.size}")
     }
   }

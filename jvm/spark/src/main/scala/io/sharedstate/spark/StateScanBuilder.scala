@@ -5,33 +5,12 @@ import io.sharedstate.spark.cluster.{StateClient, StateController}
 import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.changes.ProgressTickStream
-import io.sharedstate.spark.read.{AsOfScan, RejectedScan}
-import io.sharedstate.spark.rows.{StateSchemas, StoredPairs}
+import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.RejectedUpdate
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{
-  Batch,
-  InputPartition,
-  PartitionReader,
-  PartitionReaderFactory,
-  Scan,
-  ScanBuilder
-}
+import org.apache.spark.sql.connector.read.{Batch, InputPartition, PartitionReaderFactory, Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.{ContinuousStream, MicroBatchStream}
 import org.apache.spark.sql.types.StructType
-
-/**
- * One input partition per State partition, preferring the executor that owns it (read there, the
- * scan is a local call; anywhere else it is one RPC to the owner). The rejected table is one partition.
- */
-private[sharedstate] final case class StateInputPartition(stateName: String, partition: Int, read: ReadOptions,
-    host: Option[String],
-    durableRejected: Option[Seq[RejectedUpdate]] = None, durablePairs: Option[StoredPairs] = None)
-    extends InputPartition {
-  override def preferredLocations(): Array[String] = host.toArray
-}
 
 private[sharedstate] final class StateScanBuilder(state: StateController, schemas: StateSchemas, read: ReadOptions)
     extends ScanBuilder {
@@ -69,22 +48,4 @@ private[sharedstate] final class StateScanBuilder(state: StateController, schema
     override def createReaderFactory(): PartitionReaderFactory = new StateReaderFactory(schemas)
   }
 
-}
-
-private[sharedstate] final class StateReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val p = partition.asInstanceOf[StateInputPartition]
-    val client = StateClient.of(p.stateName)
-    val rows =
-      if (p.read.table == ReadOptions.RejectedTable)
-        RejectedScan.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
-      else AsOfScan.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
-    new PartitionReader[InternalRow] {
-      private var current: InternalRow = _
-      override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true }
-      else false
-      override def get(): InternalRow = current
-      override def close(): Unit = ()
-    }
-  }
 }

@@ -15,9 +15,8 @@ import scala.util.Random
  * newest scheduled pair at or before t, or fail with "below F" when t < F.
  */
 class ConcurrentStateStressSuite extends AnyFunSuite {
+  import ConcurrentStateStressSuite.Update
   private val long = sys.props.contains("sharedstate.stress") || sys.env.contains("SHAREDSTATE_STRESS")
-
-  private final case class Update(key: Int, time: Long, value: String)
 
   private def run(seed: Long, epochs: Int, keys: Int, partitions: Int): Unit = {
     val rnd = new Random(seed)
@@ -113,4 +112,8 @@ class ConcurrentStateStressSuite extends AnyFunSuite {
     seeds.foreach(seed =>
       run(seed, epochs = if (long) 400 else 60, keys = if (long) 20000 else 4000, partitions = 1 + (seed % 3).toInt))
   }
+}
+
+object ConcurrentStateStressSuite {
+  private final case class Update(key: Int, time: Long, value: String)
 }

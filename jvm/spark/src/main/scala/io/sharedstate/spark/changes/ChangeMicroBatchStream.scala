@@ -1,35 +1,11 @@
 package io.sharedstate.spark.changes
 
 import io.sharedstate.spark.cluster.{StateAccess, StateClient, StateController}
-import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
+import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.{Change, ChangeSubscription}
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import io.sharedstate.core.ChangeSubscription
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
 import org.apache.spark.sql.connector.read.streaming.Offset
-
-/** A micro-batch offset of a change stream: every change with a timestamp below it has been read. */
-private[sharedstate] final case class ChangeOffset(until: Long) extends Offset {
-  override def json(): String = until.toString
-}
-
-/** The changes of one State partition with from <= timestamp < until (cluster mode: read by scan). */
-private[sharedstate] final case class ChangeRange(stateName: String, partition: Int, from: Long, until: Long,
-    host: Option[String])
-    extends InputPartition {
-  override def preferredLocations(): Array[String] = host.toArray
-}
-
-/** Every partition's changes with from <= timestamp < until, from the query's change subscription (local mode). */
-private[sharedstate] final case class ChangeFeedRange(stateName: String, subscription: Long, from: Long, until: Long)
-    extends InputPartition
-
-/** One host's changes with from <= timestamp < until, from the query's subscription on that host (cluster mode). */
-private[sharedstate] final case class HostChangeRange(stateName: String, incarnation: Long, feed: HostFeed, from: Long,
-    until: Long)
-    extends InputPartition {
-  override def preferredLocations(): Array[String] = Array(feed.location)
-}
 
 /**
  * The change stream of a State in micro-batch mode. Offsets are update progress U: a batch reads the
@@ -101,24 +77,5 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
   override def stop(): Unit = {
     if (subscription != null) { subscription.close(); subscription = null }
     if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
-  }
-}
-
-private[sharedstate] final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
-    val changes: Array[Change] = partition match {
-      case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)
-      case r: ChangeRange => StateClient.of(r.stateName).changes(r.partition, r.from, r.until)
-      case r: HostChangeRange =>
-        HostChangeFeeds.read(StateAccess.clusterNode, r.stateName, r.incarnation, r.feed, r.from, r.until,
-          StateClient.of(r.stateName))
-    }
-    val rows = new ChangeRows(schemas)
-    new PartitionReader[InternalRow] {
-      private var i = -1
-      override def next(): Boolean = { i += 1; i < changes.length }
-      override def get(): InternalRow = rows.row(changes(i))
-      override def close(): Unit = ()
-    }
   }
 }

@@ -16,26 +16,6 @@ import java.util.concurrent.atomic.AtomicLong
 import org.apache.spark.internal.Logging
 import scala.util.control.NonFatal
 
-/** One host's change subscription of a change-stream query: it covers `partitions` (those the host owned). */
-private[sharedstate] final case class HostFeed(host: HostId, subscription: Long, partitions: Array[Int]) {
-
-  /**
-   * Where a task reading it should run: that very executor (Spark's `executor_<host>_<id>` location),
-   * since hosts of one machine share a host name (local-cluster); the bare host name if it has a `_`.
-   */
-  def location: String = if (host.host.contains('_')) host.host else s"executor_${host.host}_${host.executorId}"
-}
-
-/** The host subscriptions of one change-stream query, opened on the layout `route`. */
-private[sharedstate] final class HostFeedSet(val route: StateRoute, val feeds: Seq[HostFeed], from: Long) {
-  @volatile private var floor = from
-
-  /** Changes from here on can still be read (the query committed what is below). */
-  def keptFrom: Long = floor
-  private[spark] def committed(until: Long): Unit = floor = math.max(floor, until)
-  def feedOf(host: HostId): Option[HostFeed] = feeds.find(_.host == host)
-}
-
 /**
  * The change stream in cluster mode: one change subscription per executor host, on the feed of that
  * host's own partitions (distributed.HostFeeds), and one input partition per host. The driver opens,

@@ -2,28 +2,12 @@ package io.sharedstate.spark.write
 
 import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.config.UpdateOptions
-import io.sharedstate.spark.durable.{ChangelogFile, ChangelogTarget}
+import io.sharedstate.spark.durable.ChangelogTarget
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.write.{DataWriter, WriterCommitMessage}
-import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory
-
-/**
- * What one write task tells the driver: how many rows it staged, the largest event time, and for a
- * durable State the changelog files it wrote (committed by the driver with the epoch).
- */
-private[sharedstate] final case class UpdateCommitMessage(staged: Int, rejected: Int, maxEventTime: Long,
-    changelogFiles: Seq[ChangelogFile] = Nil)
-    extends WriterCommitMessage
-
-private[sharedstate] final class UpdateWriterFactory(options: UpdateOptions, writer: String,
-    changelog: Option[ChangelogTarget] = None)
-    extends StreamingDataWriterFactory {
-  override def createWriter(partitionId: Int, taskId: Long, epochId: Long): DataWriter[InternalRow] =
-    new UpdateDataWriter(options, writer, partitionId, epochId, changelog)
-}
 
 /**
  * Buffers one task's updates and stages them in the State when the task commits; a retried task

@@ -2,7 +2,6 @@ package io.sharedstate.spark.fetch
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
-import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 
 /**
  * The fetch join's operator in a logical plan. Its input is the events (event columns then the two
@@ -19,13 +18,4 @@ private[sharedstate] final case class FetchJoinNode(spec: FetchJoinSpec, join: S
   def reportsProgress: Boolean = latenessMicros >= 0
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override protected def withNewChildInternal(newChild: LogicalPlan): FetchJoinNode = copy(child = newChild)
-}
-
-/** Plans [[FetchJoinNode]] as [[FetchJoinExec]] (installed by the session extensions). */
-private[sharedstate] object FetchJoinStrategy extends SparkStrategy {
-  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case n: FetchJoinNode =>
-      FetchJoinExec(n.spec, n.join, n.child.isStreaming, n.reportsProgress, n.output, planLater(n.child)) :: Nil
-    case _ => Nil
-  }
 }

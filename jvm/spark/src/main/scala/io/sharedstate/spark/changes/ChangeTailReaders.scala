@@ -1,0 +1,151 @@
+package io.sharedstate.spark.changes
+
+import io.sharedstate.spark.cluster.{ClusterNode, StateAccess, StateClient}
+import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
+
+import io.sharedstate.core.{Change, EventTime}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.read.InputPartition
+import org.apache.spark.sql.connector.read.streaming.{
+  ContinuousPartitionReader,
+  ContinuousPartitionReaderFactory,
+  PartitionOffset
+}
+
+private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas)
+    extends ContinuousPartitionReaderFactory {
+  override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
+    case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
+    case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
+    case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas), StateAccess.clusterNode)
+  }
+}
+
+/** Reads the query's change subscription; blocks in next() until U passes more (Spark interrupts it on stop). */
+private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows)
+    extends ContinuousPartitionReader[InternalRow] {
+  private val subscription = StateClient.of(tail.stateName).changeSubscription(tail.subscription)
+  private var from = tail.start.from
+  private var until = tail.start.until
+  private var buffer: Array[Change] = null // the resumed range is read at the first next()
+  private var index = tail.start.index
+  private var current: InternalRow = _
+
+  override def next(): Boolean =
+    try {
+      if (buffer == null) {
+        // A restart may find U below where the checkpoint was (a durable State still recovering): wait.
+        while (subscription.completeThrough < until) subscription.awaitBeyond(until - 1, tail.waitMs)
+        buffer = if (until > from) subscription.changes(from, until) else Array.empty
+      }
+      while (index >= buffer.length) {
+        val reached = subscription.awaitBeyond(until, tail.waitMs)
+        if (reached > until) {
+          from = until
+          until = reached
+          buffer = subscription.changes(from, until)
+          index = 0
+        }
+      }
+      current = rows.row(buffer(index))
+      index += 1
+      true
+    } catch { case _: InterruptedException => false }
+
+  override def get(): InternalRow = current
+
+  override def getOffset: PartitionOffset = ChangePosition(ChangePosition.Merged, from, until, index)
+
+  override def close(): Unit = ()
+}
+
+/** Blocks in next() until a change is final; Spark interrupts it when the query stops. */
+private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows)
+    extends ContinuousPartitionReader[InternalRow] {
+  private val state: StateClient = StateClient.of(tail.stateName)
+  private val partitions = tail.start.partitions
+  private var from = tail.start.from
+  private var until = tail.start.until
+  private var buffer: Array[Change] = if (tail.start.until > tail.start.from) read() else Array.empty
+  private var index = tail.start.index
+  private var current: InternalRow = _
+
+  // One partition as before; a group merged in the host feed's order.
+  private def read(): Array[Change] =
+    if (partitions.size == 1) state.changes(partitions.head, from, until)
+    else HostChangeFeeds.scan(state, partitions, from, until)
+
+  override def next(): Boolean = {
+    while (index >= buffer.length) {
+      val u = partitions.map(state.updateProgressAt).min
+      if (u > until && u != EventTime.MinusInfinity) {
+        from = until
+        until = u
+        buffer = read()
+        index = 0
+      } else {
+        try Thread.sleep(tail.pollMs)
+        catch { case _: InterruptedException => return false }
+      }
+    }
+    current = rows.row(buffer(index))
+    index += 1
+    true
+  }
+
+  override def get(): InternalRow = current
+
+  override def getOffset: PartitionOffset = ChangePosition(tail.start.partition, from, until, index, tail.start.group)
+
+  override def close(): Unit = ()
+}
+
+/**
+ * Reads the query's subscription on one host: on the host itself it waits on the feed (woken when U
+ * moves); from elsewhere it asks the host's frontier every `pollMs`. Spark interrupts it on stop.
+ */
+private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
+    extends ContinuousPartitionReader[InternalRow] {
+  private val local = node.localHost != null && node.localHost.id == tail.feed.host
+  private var from = tail.start.from
+  private var until = tail.start.until
+  private var buffer: Array[Change] = null // the resumed range is read at the first next()
+  private var index = tail.start.index
+  private var current: InternalRow = _
+
+  private def frontier(beyond: Long): Long = {
+    val reached = HostChangeFeeds.frontier(node, tail.stateName, tail.incarnation, tail.feed, beyond, tail.waitMs)
+    if (!local && reached <= beyond) Thread.sleep(tail.pollMs)
+    reached
+  }
+
+  private def read(): Array[Change] =
+    HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, StateClient.of(tail.stateName))
+
+  override def next(): Boolean =
+    try {
+      if (buffer == null) {
+        // A restart may find U below where the checkpoint was (a host still catching up): wait.
+        while (until != EventTime.MinusInfinity && frontier(until - 1) < until) ()
+        buffer = if (until > from) read() else Array.empty
+      }
+      while (index >= buffer.length) {
+        val reached = frontier(until)
+        if (reached > until) {
+          from = until
+          until = reached
+          buffer = read()
+          index = 0
+        }
+      }
+      current = rows.row(buffer(index))
+      index += 1
+      true
+    } catch { case e: Throwable if HostChangeFeeds.interrupted(e) => false }
+
+  override def get(): InternalRow = current
+
+  override def getOffset: PartitionOffset = ChangePosition(tail.start.partition, from, until, index, tail.start.group)
+
+  override def close(): Unit = ()
+}

@@ -2,7 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.config.ReadOptions
-import io.sharedstate.spark.read.{AsOfScan, RejectedScan}
+import io.sharedstate.spark.read.{AsOfRows, RejectedRows}
 import io.sharedstate.spark.rows.{StateSchemas, StoredPairs}
 
 import io.sharedstate.core.RejectedUpdate
@@ -26,8 +26,8 @@ private[sharedstate] final class StateReaderFactory(schemas: StateSchemas) exten
     val client = StateClient.of(p.stateName)
     val rows =
       if (p.read.table == ReadOptions.RejectedTable)
-        RejectedScan.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
-      else AsOfScan.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
+        RejectedRows.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
+      else AsOfRows.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _
       override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true }

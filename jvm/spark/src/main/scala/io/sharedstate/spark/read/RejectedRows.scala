@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.unsafe.types.UTF8String
 
 /** The late and rejected updates of a State, with the reason and the U they arrived at. */
-private[sharedstate] object RejectedScan {
+private[sharedstate] object RejectedRows {
   def rows(rejected: Seq[RejectedUpdate], s: StateSchemas): Iterator[InternalRow] =
     rejected.iterator.map { r =>
       new GenericInternalRow(Array[Any](

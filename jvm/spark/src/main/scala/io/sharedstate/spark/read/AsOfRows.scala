@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow}
 
 /** Rows of an as-of read: key columns, value columns, and the timestamp of the value (see AsOfPairs). */
-private[sharedstate] object AsOfScan {
+private[sharedstate] object AsOfRows {
   def rows(pairs: StoredPairs, schemas: StateSchemas): Iterator[InternalRow] = {
     val keyWidth = schemas.key.length
     val valueWidth = schemas.value.length

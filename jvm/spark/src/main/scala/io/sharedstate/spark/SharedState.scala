@@ -1,14 +1,14 @@
 package io.sharedstate.spark
 
+import io.sharedstate.core.{SharedStateException, StateSpec}
 import io.sharedstate.spark.cluster.Coordinator
+import io.sharedstate.spark.config.SharedStateConf
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
-
-import io.sharedstate.core.StateSpec
 import org.apache.spark.sql.SparkSession
 
 /**
- * The Scala face, mirroring the Python one:
+ * The Scala face (Python's `sharedstate.State` mirrors it through py4j):
  * {{{
  *   val campaigns = SharedState.create(spark, "campaigns", key = "ad_id STRING", value = "campaign STRING")
  *   updates.writeStream.format("sharedstate").option("state", "campaigns")...
@@ -40,6 +40,26 @@ object SharedState {
    */
   def get(spark: SparkSession, name: String): StateHandle = {
     Coordinator.get.state(name)
+    new StateHandle(spark, name)
+  }
+
+  /**
+   * Opens the durable State `name` under `root` (null: `spark.sharedstate.root`). A durable State
+   * has one writing application at a time (the owner of its root's lease). `readOnly` Some(true):
+   * read-only, following the owner's commits; Some(false): this application must own it (waits up
+   * to the lease for a crashed owner's to run out); None: owns it unless another application does,
+   * then read-only. A State already open here is returned as it is.
+   */
+  def open(spark: SparkSession, name: String, readOnly: Option[Boolean] = None, root: String = null): StateHandle = {
+    DurableStates.root(spark, Option(root)) match {
+      case Some(r) =>
+        Coordinator.get.openDurable(spark, name, r, readOnly).getOrElse(
+          throw new SharedStateException(s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
+      case None if readOnly.isDefined =>
+        throw new SharedStateException(
+          s"State '$name': read_only applies to durable States; give a root (root=...) or set ${SharedStateConf.Root.key}.")
+      case None => Coordinator.get.state(name)
+    }
     new StateHandle(spark, name)
   }
 

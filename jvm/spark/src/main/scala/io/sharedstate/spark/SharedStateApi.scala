@@ -1,80 +1,61 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.{Coordinator, StateController}
-import io.sharedstate.spark.config.SharedStateConf
-import io.sharedstate.spark.durable.DurableStates
-import io.sharedstate.spark.rows.StateSchemas
-
 import com.fasterxml.jackson.databind.ObjectMapper
-import io.sharedstate.core.EventTime
-import org.apache.spark.sql.SparkSession
+import io.sharedstate.core.{EventTime, StateMetrics}
+import org.apache.spark.sql.{DataFrame, SparkSession}
 import scala.jdk.CollectionConverters._
 
 /**
- * The State catalogue for Python (through py4j): like [[SharedState]], with descriptions returned
- * as JSON so the Python side needs no knowledge of Scala types.
+ * Python's entry (through py4j). Python's `sharedstate.State` holds the [[StateHandle]] this returns
+ * and calls it directly, as Delta's Python `DeltaTable` holds its Scala twin; this object only adapts
+ * what py4j cannot pass as it is: Scala default and Option arguments, a key list as one string, and
+ * structured results (progress, descriptions, snapshot rounds) as JSON, so Python needs no knowledge
+ * of Scala types.
  */
 object SharedStateApi {
   private val json = new ObjectMapper()
 
-  /** Creates a State (or returns the identical existing one) and returns its description. */
-  def create(name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String): String =
-    create(name, keySchema, valueSchema, partitions, rule, null)
+  /** [[SharedState.create]]; `root` null: `spark.sharedstate.root`, or in memory when that is unset. */
+  def create(spark: SparkSession, name: String, key: String, value: String, partitions: Int, rule: String,
+      root: String): StateHandle = SharedState.create(spark, name, key, value, rule, partitions, root)
 
-  /** As above, durable under `root` (null: `spark.sharedstate.root`, or in memory when that is unset). */
-  def create(
-      name: String, keySchema: String, valueSchema: String, partitions: Int, rule: String, root: String): String = {
-    SharedState.create(SparkSession.active, name, keySchema, valueSchema, rule, partitions, root)
-    get(name)
-  }
+  /** [[SharedState.get]]. */
+  def get(spark: SparkSession, name: String): StateHandle = SharedState.get(spark, name)
 
-  def get(name: String): String = describe(Coordinator.get.state(name))
+  /** [[SharedState.open]]; `readOnly` null: own the State unless another application does. */
+  def open(spark: SparkSession, name: String, readOnly: java.lang.Boolean, root: String): StateHandle =
+    SharedState.open(spark, name, Option(readOnly).map(_.booleanValue), root)
 
-  /**
-   * Opens the durable State `name` under `root` (null: `spark.sharedstate.root`). `readOnly` true:
-   * read-only, following the application that owns the root; false: this application must own it;
-   * null: owns it unless another application does, then read-only. A State already open here is
-   * returned as it is.
-   */
-  def open(name: String, readOnly: java.lang.Boolean, root: String): String = {
-    val spark = SparkSession.active
-    DurableStates.root(spark, Option(root)) match {
-      case Some(r) =>
-        Coordinator.get.openDurable(spark, name, r, Option(readOnly).map(_.booleanValue)).getOrElse(
-          throw new io.sharedstate.core.SharedStateException(
-            s"No State '$name' under $r (no metadata table at $r/$name/metadata)."))
-      case None if readOnly != null =>
-        throw new io.sharedstate.core.SharedStateException(
-          s"State '$name': read_only applies to durable States; give a root (root=...) or set ${SharedStateConf.Root.key}.")
-      case None =>
-    }
-    get(name)
-  }
+  def names(): Array[String] = SharedState.names.toArray
 
-  def drop(name: String): Boolean = Coordinator.get.drop(name)
+  /** [[StateHandle.fetchJoin]] with every argument given, the key columns comma-separated. */
+  def fetchJoin(state: StateHandle, events: DataFrame, keys: String, time: String, rule: String, mode: String,
+      how: String, staleness: String, window: String, continuous: Boolean, lateness: String): DataFrame =
+    state.fetchJoin(events, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness,
+      window, continuous, lateness)
 
-  /** Takes a snapshot round of a durable State now; what it did, as JSON. */
-  def snapshot(name: String): String = {
-    val r = DurableStates.snapshot(name)
+  /** The State's definition and placement. */
+  def describe(state: StateHandle): String = {
+    val spec = state.spec
     json.writeValueAsString(Map[String, Any](
-        "written" -> r.written,
-        "unchanged" -> r.unchanged,
-        "snapshots_removed" -> r.snapshotsRemoved,
-        "changelog_trimmed" -> r.changelogTrimmed,
-        "deltas" -> r.deltas,
-        "entries" -> r.entries,
-        "bytes" -> r.bytes,
-        "snapshot_ms" -> r.snapshotMs,
-        "retention_ms" -> r.retentionMs
+        "name" -> spec.name,
+        "key" -> spec.keySchema,
+        "value" -> spec.valueSchema,
+        "partitions" -> spec.partitions,
+        "rule" -> spec.updateRule,
+        "time_column" -> state.timeColumn,
+        "hosts" -> state.hosts.asJava,
+        "root" -> state.root.orNull,
+        "moves" -> state.moves.map(m =>
+          Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from, "to" -> m.to,
+            "millis" -> m.millis).asJava).asJava,
+        "read_only" -> state.readOnly.orNull
       ).asJava)
   }
 
-  def list(): Array[String] = Coordinator.get.names.toArray
-
-  /** U, F, per-writer and per-reader progress and sizes. Times are microseconds; null stands for -/+ infinity. */
-  def progress(name: String): String = {
-    DurableStates.catchUp(name)
-    val m = Coordinator.get.state(name).metrics
+  /** [[StateHandle.progress]]: times in microseconds; null stands for -/+ infinity (see `update_is`). */
+  def progress(state: StateHandle): String = {
+    val m: StateMetrics = state.progress
     json.writeValueAsString(Map[String, Any](
         "state" -> m.name,
         "update" -> micros(m.updateProgress),
@@ -94,21 +75,21 @@ object SharedStateApi {
       ).asJava)
   }
 
-  private def describe(s: StateController): String = json.writeValueAsString(Map[String, Any](
-      "name" -> s.spec.name,
-      "key" -> s.spec.keySchema,
-      "value" -> s.spec.valueSchema,
-      "partitions" -> s.spec.partitions,
-      "rule" -> s.spec.updateRule,
-      "time_column" -> StateSchemas.of(s.spec).timeColumn,
-      "hosts" -> s.owners.map(_.executorId).asJava,
-      "root" -> DurableStates.rootOf(s.spec.name).orNull,
-      // partitions rebuilt on another executor after theirs was lost (cluster mode, durable States)
-      "moves" -> s.moves.map(m =>
-        Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from.executorId,
-          "to" -> m.to.executorId, "millis" -> m.millis).asJava).asJava,
-      "read_only" -> DurableStates.readOnly(s.spec.name).orNull
-    ).asJava)
+  /** [[StateHandle.snapshot]]: what the round did. */
+  def snapshot(state: StateHandle): String = {
+    val r = state.snapshot()
+    json.writeValueAsString(Map[String, Any](
+        "written" -> r.written,
+        "unchanged" -> r.unchanged,
+        "snapshots_removed" -> r.snapshotsRemoved,
+        "changelog_trimmed" -> r.changelogTrimmed,
+        "deltas" -> r.deltas,
+        "entries" -> r.entries,
+        "bytes" -> r.bytes,
+        "snapshot_ms" -> r.snapshotMs,
+        "retention_ms" -> r.retentionMs
+      ).asJava)
+  }
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

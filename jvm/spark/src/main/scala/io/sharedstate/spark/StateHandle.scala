@@ -1,20 +1,28 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.Coordinator
+import io.sharedstate.core.{StateMetrics, StateSpec}
+import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.config.ReadOptions
+import io.sharedstate.spark.durable.{DurableStates, SnapshotRound}
 import io.sharedstate.spark.fetch.FetchJoin
 import io.sharedstate.spark.rows.StateSchemas
-
-import io.sharedstate.core.{StateMetrics, StateSpec}
 import org.apache.spark.sql.{DataFrame, SparkSession}
 
-/** A handle on one State of this application. */
+/** A handle on one State of this application: what Scala and (through py4j) Python call. */
 final class StateHandle private[spark] (spark: SparkSession, val name: String) {
-  def spec: StateSpec = Coordinator.get.state(name).spec
+  private def controller: StateController = Coordinator.get.state(name)
+
+  def spec: StateSpec = controller.spec
   def schemas: StateSchemas = StateSchemas.of(spec)
 
-  /** U, per-writer progress, sizes and counts. */
-  def progress: StateMetrics = Coordinator.get.state(name).metrics
+  /** The column fetch joins and as-of reads put the timestamp of the value used in. */
+  def timeColumn: String = schemas.timeColumn
+
+  /** U, F, per-writer and per-reader progress, sizes and counts. A read-only State catches up first. */
+  def progress: StateMetrics = {
+    DurableStates.catchUp(name)
+    controller.metrics
+  }
 
   /** Per key, the newest final value at or before `time` (a timestamp in the session time zone). */
   def asOf(time: String): DataFrame =
@@ -27,16 +35,32 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   def lateUpdates: DataFrame =
     spark.read.format("sharedstate").option("state", name).option(ReadOptions.Table, ReadOptions.RejectedTable).load()
 
-  /** The change stream (see [[ChangeMicroBatchStream]]): `earliest` or `latest`. */
+  /** The change stream (see changes.ChangeMicroBatchStream): `earliest` or `latest`. */
   def changes(startingOffsets: String = ReadOptions.Earliest): DataFrame =
     spark.readStream.format("sharedstate").option("state", name).option(ReadOptions.StartingOffsets, startingOffsets)
       .load()
 
-  /** See [[FetchJoin]]. */
+  /** See fetch.FetchJoin. */
   def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",
       mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
       continuous: Boolean = false, lateness: String = null): DataFrame =
     FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness)
+
+  /** Takes a snapshot round of a durable State now (see durable.Snapshotter); what it did. */
+  def snapshot(): SnapshotRound = DurableStates.snapshot(name)
+
+  /** The root directory of a durable State's Delta tables; None for an in-memory State. */
+  def root: Option[String] = DurableStates.rootOf(name)
+
+  /** Why this application has the (durable) State read-only (it follows the owner); None when it may write. */
+  def readOnly: Option[String] = DurableStates.readOnly(name)
+
+  /** The executor id hosting each partition; empty in local mode, where the driver's JVM hosts them all. */
+  def hosts: Seq[String] = controller.owners.map(_.executorId)
+
+  /** Partitions rebuilt on another executor after theirs was lost (cluster mode, durable States). */
+  def moves: Seq[PartitionMove] =
+    controller.moves.map(m => PartitionMove(m.partitions, m.from.executorId, m.to.executorId, m.millis))
 
   def drop(): Boolean = Coordinator.get.drop(name)
 

@@ -79,4 +79,21 @@ class ScalaFaceSuite extends AnyFunSuite with BeforeAndAfterAll {
     }.toMap
     assert(got === expected)
   }
+
+  test("the handle describes the State; open and get find it; Python's entry adapts the same handle") {
+    val h = SharedState.create(spark, "scala_face_handle", key = "k STRING", value = "v BIGINT", rule = "SUM",
+      partitions = 3)
+    assert(h.spec.updateRule == "sum" && h.spec.partitions == 3 && h.timeColumn == "scala_face_handle_time")
+    assert(h.hosts.isEmpty && h.root.isEmpty && h.readOnly.isEmpty && h.moves.isEmpty)
+    assert(SharedState.open(spark, h.name).spec == h.spec && SharedState.get(spark, h.name).spec == h.spec)
+    val notDurable = intercept[io.sharedstate.core.SharedStateException](SharedState.open(spark, h.name, Some(true)))
+    assert(notDurable.getMessage.contains("read_only applies to durable States"))
+    val described = new com.fasterxml.jackson.databind.ObjectMapper().readTree(SharedStateApi.describe(h))
+    assert(described.get("rule").asText == "sum" && described.get("partitions").asInt == 3)
+    assert(described.get("root").isNull && described.get("hosts").size == 0)
+    assert(SharedStateApi.names().contains(h.name))
+    assert(h.drop() && !SharedState.names.contains(h.name))
+    assert(intercept[io.sharedstate.core.SharedStateException](SharedState.get(spark, h.name)).getMessage
+        .contains("Unknown State 'scala_face_handle'"))
+  }
 }

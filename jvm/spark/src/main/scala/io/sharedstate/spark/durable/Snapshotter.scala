@@ -11,7 +11,7 @@ import org.apache.spark.sql.SparkSession
  * and encoded bytes the written snapshots hold; `snapshotMs`: capturing, encoding and writing them,
  * `retentionMs`: the retention deletes after.
  */
-private[sharedstate] final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean,
+final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean,
     changelogTrimmed: Boolean,
     deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L)
 

@@ -58,12 +58,6 @@ private[sharedstate] object FetchJoin {
     FetchJoinRows.finish(rows, name)
   }
 
-  /** Entry point for Python: keys as a comma-separated list. */
-  def join(events: DataFrame, state: String, keys: String, time: String, rule: String, mode: String,
-      how: String, staleness: String, window: String, continuous: Boolean, lateness: String): DataFrame =
-    apply(events, state, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness, window,
-      continuous, lateness)
-
   // The events (their own watermarks kept for the query, but not on their columns, so Spark does
   // not drop rows of ours behind them) with the two tick columns, null: plain columns, no conversion.
   private def withTickColumns(events: DataFrame): DataFrame =

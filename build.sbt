@@ -37,7 +37,7 @@ val sparkJava17Options = Seq(
 )
 
 lazy val root = (project in file("."))
-  .aggregate(core, spark)
+  .aggregate(core, delivery, spark)
   .settings(
     name := "sharedstate",
     publish / skip := true
@@ -49,6 +49,22 @@ lazy val core = (project in file("jvm/core"))
     libraryDependencies ++= Seq(
       "org.scalatest" %% "scalatest" % scalaTestVersion % Test,
       "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0" % Test,
+      "org.jetbrains.lincheck" % "lincheck" % "3.7" % Test
+    ),
+    Test / fork := true,
+    Test / javaOptions ++= Seq("-Xmx2g", "-XX:+EnableDynamicAgentLoading", "-Djdk.attach.allowAttachSelf=true"),
+    Test / parallelExecution := false
+  )
+
+// The conflict-free delivery lanes (Nova 4.2) and prioritised replies: Spark-free like core, kept in a
+// module of their own until the real-time path (issue 26) wires them into the plugin.
+lazy val delivery = (project in file("jvm/delivery"))
+  .dependsOn(core % "compile->compile;test->test")
+  .settings(
+    name := "sharedstate-delivery",
+    publish / skip := true,
+    libraryDependencies ++= Seq(
+      "org.scalatest" %% "scalatest" % scalaTestVersion % Test,
       "org.jetbrains.lincheck" % "lincheck" % "3.7" % Test
     ),
     Test / fork := true,
@@ -113,7 +129,7 @@ lazy val spark = (project in file("jvm/spark"))
 // JMH micro-benchmarks of the engine and its queues, each beside its peers in the same run.
 // Not aggregated by `root`: `bin/sbt "bench/Jmh/run ..."` runs them (see benchmarks/README.md).
 lazy val bench = (project in file("benchmarks/jmh"))
-  .dependsOn(core)
+  .dependsOn(core, delivery)
   .enablePlugins(JmhPlugin)
   .settings(
     name := "sharedstate-benchmarks",

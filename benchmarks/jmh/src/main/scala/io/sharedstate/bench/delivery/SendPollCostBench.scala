@@ -1,6 +1,6 @@
 package io.sharedstate.bench.delivery
 
-import io.sharedstate.core.delivery.{Inbox, Lane, SpscRing}
+import io.sharedstate.delivery.{Inbox, Lane, SpscRing}
 import org.jctools.queues.MpscArrayQueue
 import org.openjdk.jmh.annotations._
 

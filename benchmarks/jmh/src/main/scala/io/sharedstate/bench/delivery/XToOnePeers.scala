@@ -1,7 +1,7 @@
 package io.sharedstate.bench.delivery
 
 import com.lmax.disruptor.{EventPoller, RingBuffer, YieldingWaitStrategy}
-import io.sharedstate.core.delivery.Inbox
+import io.sharedstate.delivery.Inbox
 import org.jctools.queues.MpscArrayQueue
 
 import java.util.concurrent.ArrayBlockingQueue

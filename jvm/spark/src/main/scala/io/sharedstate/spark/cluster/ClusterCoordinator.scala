@@ -258,9 +258,6 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     state != null
   }
 
-  /** Executors that host partitions, by executor id. */
-  def registeredHosts: Seq[HostId] = hosts.values.asScala.toSeq
-
   override def handle(message: Any): Any = message match {
     case RegisterHost(id) =>
       hosts.synchronized { hosts.put(id.executorId, id); hosts.notifyAll() }

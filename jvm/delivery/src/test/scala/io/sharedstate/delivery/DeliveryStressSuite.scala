@@ -1,4 +1,4 @@
-package io.sharedstate.core.delivery
+package io.sharedstate.delivery
 
 import io.sharedstate.core.esg.StressRuns
 import org.scalatest.funsuite.AnyFunSuite

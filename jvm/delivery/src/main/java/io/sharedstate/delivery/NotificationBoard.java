@@ -1,4 +1,4 @@
-package io.sharedstate.core.delivery;
+package io.sharedstate.delivery;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

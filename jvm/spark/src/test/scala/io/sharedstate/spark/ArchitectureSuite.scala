@@ -76,4 +76,17 @@ class ArchitectureSuite extends AnyFunSuite {
     } yield s"${c.getName} -> ${d.getTargetClass.getName}"
     if (bad.nonEmpty) fail(bad.distinct.sorted.mkString("\n"))
   }
+
+  test("the engine (jvm/core) imports neither Spark nor the plugin") {
+    val core = new ClassFileImporter().withImportOption((location: Location) => !location.contains("/test-classes/"))
+      .importPackages("io.sharedstate.core")
+    assert(core.size > 50)
+    val bad = for {
+      c <- core.asScala.toSeq
+      d <- c.getDirectDependenciesFromSelf.asScala.toSeq
+      target = d.getTargetClass.getPackageName
+      if target.startsWith("org.apache.spark") || target.startsWith(Root)
+    } yield s"${c.getName} -> ${d.getTargetClass.getName}"
+    if (bad.nonEmpty) fail(bad.distinct.sorted.take(20).mkString("\n"))
+  }
 }

@@ -98,14 +98,13 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
   // Below the start of every partition's current range, all changes are read.
   override def commit(end: Offset): Unit = {
     val below = end.asInstanceOf[ChangePositions].positions.map(_.from).min
-    ChangeStreams.advance(state, reader, below)
-    if (subscription != null) subscription.commit(below)
-    if (hostFeeds != null) HostChangeFeeds.commit(StateAccess.clusterNode, hostFeeds, below)
+    ChangeStreams.commit(state, reader, subscription, hostFeeds, below)
   }
 
   override def stop(): Unit = {
-    if (subscription != null) { subscription.close(); subscription = null }
-    if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
+    ChangeStreams.close(subscription, hostFeeds)
+    subscription = null
+    hostFeeds = null
   }
 }
 

@@ -69,13 +69,12 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
 
   override def commit(end: Offset): Unit = {
     val until = end.asInstanceOf[ChangeOffset].until
-    ChangeStreams.advance(state, reader, until)
-    if (subscription != null) subscription.commit(until)
-    if (hostFeeds != null) HostChangeFeeds.commit(StateAccess.clusterNode, hostFeeds, until)
+    ChangeStreams.commit(state, reader, subscription, hostFeeds, until)
   }
 
   override def stop(): Unit = {
-    if (subscription != null) { subscription.close(); subscription = null }
-    if (hostFeeds != null) { HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds); hostFeeds = null }
+    ChangeStreams.close(subscription, hostFeeds)
+    subscription = null
+    hostFeeds = null
   }
 }

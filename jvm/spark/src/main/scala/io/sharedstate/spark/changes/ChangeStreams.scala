@@ -1,6 +1,6 @@
 package io.sharedstate.spark.changes
 
-import io.sharedstate.spark.cluster.StateController
+import io.sharedstate.spark.cluster.{StateAccess, StateController}
 import io.sharedstate.spark.config.ReadOptions
 
 import io.sharedstate.core.{ChangeSubscription, EventTime}
@@ -30,9 +30,22 @@ private[sharedstate] object ChangeStreams {
       state.subscribeChanges(from)
     }
 
-  /** The stream has read everything below `until`: F may pass it. */
-  def advance(state: StateController, reader: String, until: Long): Unit = {
+  /**
+   * The stream has read everything below `until`: F may pass it, and what it reads from (the
+   * driver's subscription in local mode, or each host's feed in a cluster; either may be null) may
+   * drop what is older.
+   */
+  def commit(state: StateController, reader: String, subscription: ChangeSubscription, hostFeeds: HostFeedSet,
+      until: Long): Unit = {
     val current = state.readerProgress(reader).getOrElse(EventTime.MinusInfinity)
     if (until > current) state.reportFetchProgress(reader, until)
+    if (subscription != null) subscription.commit(until)
+    if (hostFeeds != null) HostChangeFeeds.commit(StateAccess.clusterNode, hostFeeds, until)
+  }
+
+  /** Closes what a stream reads from (either may be null). */
+  def close(subscription: ChangeSubscription, hostFeeds: HostFeedSet): Unit = {
+    if (subscription != null) subscription.close()
+    if (hostFeeds != null) HostChangeFeeds.close(StateAccess.clusterNode, hostFeeds)
   }
 }

@@ -12,11 +12,8 @@ import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 import io.sharedstate.spark.cluster.HostFeedMessages._
 import io.sharedstate.spark.cluster.Messages._
 
-import io.sharedstate.core.{Change, EventTime, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.{Change, State, StateSpec, UpdateBatch}
 import java.nio.charset.StandardCharsets.UTF_8
-import org.apache.spark.SparkConf
-import org.apache.spark.sharedstate.RpcBridge
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
@@ -27,34 +24,15 @@ import scala.util.Random
  * (its merged scan of that host's partitions), including subscriptions opened below U (a restart),
  * re-reads of an uncommitted range, and the scan a task falls back to when a subscription is gone.
  */
-class HostFeedSuite extends AnyFunSuite with BeforeAndAfterAll {
-  private val conf = new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "host-feed-suite")
-  private val serverA = RpcBridge.newStandaloneServer("feed-a", "127.0.0.1", conf)
-  private val serverB = RpcBridge.newStandaloneServer("feed-b", "127.0.0.1", conf)
-  private val hostA = new HostService(HostId("1", "127.0.0.1", serverA.port))
-  private val hostB = new HostService(HostId("2", "127.0.0.1", serverB.port))
-  serverA.serve(HostService.Endpoint, hostA)
-  serverB.serve(HostService.Endpoint, hostB)
-
-  override def afterAll(): Unit = { serverA.shutdown(); serverB.shutdown() }
-
+class HostFeedSuite extends AnyFunSuite with TwoHosts {
+  override protected def appId: String = "host-feed-suite"
   private def setup(
       name: String, incarnation: Long): (StateRoute, ClusterNode, StateController, RoutedStateClient, State) = {
     val spec = StateSpec(name, "k STRING", "v STRING", 6, "replace")
     // uneven on purpose: A owns 0, 1, 4 and B owns 2, 3, 5
     val layout = StateRoute(spec, incarnation, Array(hostA.id, hostA.id, hostB.id, hostB.id, hostA.id, hostB.id))
     val route = layout
-    val n = new ClusterNode(
-      serverA,
-      hostA,
-      new ClusterNode.CoordinatorAccess {
-        override def route(state: String): StateRoute = layout
-        override def updateProgress(state: String): Long = EventTime.MinusInfinity
-        override def ensureReader(state: String, reader: String): Unit = ()
-        override def readerProgress(state: String, reader: String): Option[Long] = None
-        override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-      }
-    )
+    val n = nodeA(layout)
     route.hosts.foreach(h =>
       HostLink.await[Any](n.link(h).ask(Host(spec, incarnation, route.partitionsOf(h).toArray)), h, name, Nil))
     val driver = new ClusterStateController(new State(spec), route, n)

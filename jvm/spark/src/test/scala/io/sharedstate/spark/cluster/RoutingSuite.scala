@@ -3,12 +3,10 @@ package io.sharedstate.spark.cluster
 import io.sharedstate.spark.rows.AsOfPairs
 import io.sharedstate.spark.cluster.Messages._
 
-import io.sharedstate.core.{EventTime, FetchAnswer, Key, SharedStateException, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.{FetchAnswer, Key, SharedStateException, State, StateSpec, UpdateBatch}
 import io.sharedstate.core.fetch.FetchRequest
 import java.nio.charset.StandardCharsets.UTF_8
-import org.apache.spark.SparkConf
 import org.apache.spark.sharedstate.RpcBridge
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 import scala.util.Random
 
@@ -17,31 +15,12 @@ import scala.util.Random
  * is reached over RPC. Writes, commits and fetches go through the routed client and the driver's
  * StateController, and every answer is checked against one plain State given the same updates.
  */
-class RoutingSuite extends AnyFunSuite with BeforeAndAfterAll {
-  private val conf = new SparkConf(false).set("spark.rpc.askTimeout", "10s").set("spark.app.id", "routing-suite")
-  private val serverA = RpcBridge.newStandaloneServer("host-a", "127.0.0.1", conf)
-  private val serverB = RpcBridge.newStandaloneServer("host-b", "127.0.0.1", conf)
-  private val hostA = new HostService(HostId("1", "127.0.0.1", serverA.port))
-  private val hostB = new HostService(HostId("2", "127.0.0.1", serverB.port))
-  serverA.serve(HostService.Endpoint, hostA)
-  serverB.serve(HostService.Endpoint, hostB)
-
-  override def afterAll(): Unit = { serverA.shutdown(); serverB.shutdown() }
-
+class RoutingSuite extends AnyFunSuite with TwoHosts {
+  override protected def appId: String = "routing-suite"
   private val spec = StateSpec("routed", "k STRING", "v STRING", 6, "replace")
   private val route = StateRoute(spec, 7L, Array.tabulate(6)(i => if (i % 2 == 0) hostA.id else hostB.id))
 
-  private def node(): ClusterNode = new ClusterNode(
-    serverA,
-    hostA,
-    new ClusterNode.CoordinatorAccess {
-      override def route(state: String): StateRoute = RoutingSuite.this.route
-      override def updateProgress(state: String): Long = EventTime.MinusInfinity
-      override def ensureReader(state: String, reader: String): Unit = ()
-      override def readerProgress(state: String, reader: String): Option[Long] = None
-      override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
-    }
-  )
+  private def node(): ClusterNode = nodeA(RoutingSuite.this.route)
 
   // The key bytes are opaque to routing and storage, so plain UTF-8 stands in for binary rows here.
   private def key(i: Int): Array[Byte] = s"key-$i".getBytes(UTF_8)

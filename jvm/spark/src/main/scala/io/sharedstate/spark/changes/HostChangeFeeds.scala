@@ -18,7 +18,7 @@ import scala.util.control.NonFatal
 
 /**
  * The change stream in cluster mode: one change subscription per executor host, on the feed of that
- * host's own partitions (distributed.HostFeeds), and one input partition per host. The driver opens,
+ * host's own partitions (cluster.HostFeeds), and one input partition per host. The driver opens,
  * commits and closes the subscriptions; tasks read them on the host (a direct call) or from anywhere
  * else over the host's RPC endpoint. If the layout of partitions changes (a lost executor's partitions
  * rebuilt elsewhere) the stream reads that batch by scan and opens new subscriptions on the new

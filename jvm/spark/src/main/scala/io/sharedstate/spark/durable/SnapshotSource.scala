@@ -6,7 +6,7 @@ import io.sharedstate.core.codec.SnapshotCodec
 /**
  * What a snapshot round encodes: each partition at a commit boundary, with the journal position it
  * holds, and a way to run housekeeping between commits. A local State encodes in its own JVM; a
- * cluster State asks the partition's owner (see distributed.StateController).
+ * cluster State asks the partition's owner (see cluster.ClusterStateController).
  */
 private[sharedstate] trait SnapshotSource {
   def partitionCount: Int

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
 
 RECOVER = """
 import sys, time, sharedstate as ss

@@ -2,7 +2,7 @@
 spark.authenticate on; it/apps/cluster_continuous_app.py says why 3 cores): a continuous writer, a
 continuous fetch join and the continuous change stream of one State at once, fed by Spark's rate
 source, each checked offline against the rate source's arithmetic and the as-of join
-(python/tests/oracles.py, the oracles of the local tests).
+(sharedstate.testing.oracles, the oracles of the local tests).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from oracles import asof_expected, rate_prefix_gaps, utc
+from sharedstate.testing.oracles import asof_expected, rate_prefix_gaps, utc
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle, write_batches
+from sharedstate.testing.adcamp import accepted_updates, comparable, expected_late, make_workload, oracle, write_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "it/apps/durable_cluster_app.py"
@@ -66,14 +66,6 @@ def late_rows(work) -> list[list[str]]:
 def utc_iso(t: str) -> str:
     ts = pd.Timestamp(t)
     return (ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).isoformat()
-
-
-def norm(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-    for c in ("ts", "value_time"):
-        out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
-    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-    return out.sort_values("event_id").reset_index(drop=True)
 
 
 @pytest.mark.slow
@@ -142,7 +134,7 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert got["event_id"].is_unique, "an event was emitted twice"
     assert len(got) == len(work.events)
     got = got.rename(columns={[c for c in got.columns if c.endswith("_time")][0]: "value_time"})
-    pd.testing.assert_frame_equal(norm(got), norm(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     assert final["updates_rejected"] == len(expected_late(work)) > 0
     assert final["updates_applied"] == len(accepted[accepted["ts"] < pd.Timestamp(final["update"])])
     def answers_equal_the_oracle(final: dict) -> None:

@@ -1,7 +1,7 @@
 """Range, range-aggregate and read-uncommitted fetch joins with State partitions on two real executor
 JVMs (local-cluster[2,1,1024], spark.authenticate on): one writer and five fetch-join queries on one
 State at once, on randomised out-of-order input with late updates (it/apps/cluster_rules_app.py),
-each checked against an offline computation over the accepted update history (python/tests/oracles.py,
+each checked against an offline computation over the accepted update history (sharedstate.testing.oracles,
 the oracles of the local tests).
 """
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from oracles import (asof_expected, fetched_values, mismatches, numeric, range_expected, stale_answer_violations,
+from sharedstate.testing.oracles import (asof_expected, fetched_values, mismatches, numeric, range_expected, stale_answer_violations,
                      utc)
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload
+from sharedstate.testing.adcamp import accepted_updates, expected_late, make_workload
 
 SEED = 2031
 WINDOW_S = 90

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, oracle
+from sharedstate.testing.adcamp import accepted_updates, expected_late, oracle
 from workload import Staged, as_workload
 
 NULL = -1  # campaign / campaign time of a view no update covers

@@ -23,16 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import sharedstate as ss
+from sharedstate._jars import conf_file
+from harness import Settings, run_point
+from jfr_buckets import buckets
+from redis_server import RedisServer
+from run import METHODS, session_conf
+from workload import Shape
 
-import sharedstate as ss  # noqa: E402
-from sharedstate._jars import conf_file  # noqa: E402
-from harness import Settings, run_point  # noqa: E402
-from jfr_buckets import buckets  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from run import METHODS, session_conf  # noqa: E402
-from workload import Shape  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:

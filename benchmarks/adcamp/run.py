@@ -24,19 +24,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import sharedstate as ss
+from harness import Settings, run_point, search
+from methods.ceiling import CopyCeiling
+from methods.delta_static import DeltaStaticJoin
+from methods.plugin import DurablePluginFetchJoin, PluginFetchJoin
+from methods.redis_lookup import RedisLookup
+from methods.stream_stream import StreamStreamJoin
+from redis_server import RedisServer
+from report import write_report
+from workload import Shape
 
-import sharedstate as ss  # noqa: E402
-from harness import Settings, run_point, search  # noqa: E402
-from methods.ceiling import CopyCeiling  # noqa: E402
-from methods.delta_static import DeltaStaticJoin  # noqa: E402
-from methods.plugin import DurablePluginFetchJoin, PluginFetchJoin  # noqa: E402
-from methods.redis_lookup import RedisLookup  # noqa: E402
-from methods.stream_stream import StreamStreamJoin  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from report import write_report  # noqa: E402
-from workload import Shape  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 METHODS = {"sharedstate": PluginFetchJoin, "stream-stream": StreamStreamJoin, "delta": DeltaStaticJoin,
            "redis": RedisLookup, "ceiling": CopyCeiling, "sharedstate-durable": DurablePluginFetchJoin}

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sharedstate.demos.adcamp_data import SECOND, Workload
+from sharedstate.testing.adcamp import SECOND, Workload
 
 BASE_US = 1_767_225_600 * SECOND  # 2026-01-01 00:00:00 UTC
 GENERATOR = "g2"  # in every staged directory's name: a change to the generator must not reuse old files

@@ -30,10 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from phases import TAIL_FRACTION
+from report import write_report
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from phases import TAIL_FRACTION  # noqa: E402
-from report import write_report  # noqa: E402
 
 
 def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) -> dict:

@@ -9,29 +9,20 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
+from sharedstate.testing.streams import wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
 spark = ss.session("sharedstate-cluster-it", master="local-cluster[2,1,1024]", **{
     "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(16),
     "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g"})
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def save(name: str, frame: pd.DataFrame) -> None:

@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from app_support import check_running, cluster_session, drained, finish, key_partitions, save, wait_until
+from app_support import cluster_session, finish, key_partitions, save
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, make_workload, write_batches
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/tests"))
-from oracles import NUMERIC_UPDATES, numeric  # noqa: E402 - the input conversion the local tests use
+from sharedstate.testing.adcamp import EVENT_SCHEMA, make_workload, write_batches
+from sharedstate.testing.oracles import NUMERIC_UPDATES, numeric  # the input conversion the local tests use
+from sharedstate.testing.streams import check_running, drained, wait_until
 
 WINDOW = "90 seconds"
 STALENESS = "60 seconds"
@@ -62,7 +61,7 @@ writer = (spark.readStream.schema(NUMERIC_UPDATES).option("maxFilesPerTrigger", 
           .trigger(processingTime="300 milliseconds").start())
 
 # ---- first half: U stops at U1 once the writer has read its files ------------------------------
-drained(writer)
+drained(writer, timeout=300)
 # started now, so every event it answers early is answered while U = U1
 readers["uncommitted"] = start_reader("uncommitted", ss.fetch_join(
     events(), "scores", key="ad_id", time="ts", mode="uncommitted", staleness=STALENESS))
@@ -80,7 +79,7 @@ def early_answers_in() -> bool:
 
 
 wait_until(early_answers_in, 300, f"{answerable} early read-uncommitted answers", interval=1.0)
-drained(readers["uncommitted"])  # every event file read, and U has not moved since
+drained(readers["uncommitted"], timeout=300)  # every event file read, and U has not moved since
 check_running(*queries)
 save(out, "uncommitted_early", spark.table("uncommitted").toPandas())
 records["u1_after_early"] = str(state.progress()["update"])
@@ -97,7 +96,7 @@ def all_answered() -> bool:
 
 wait_until(all_answered, 600, "every event answered by every join", interval=1.0)
 for q in queries:
-    drained(q)
+    drained(q, timeout=300)
 for name in readers:
     save(out, name, spark.table(name).toPandas())
 for q in queries:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def describe(spark, name: str) -> dict:

@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
 
 spark = SparkSession.builder.appName("packages-it").getOrCreate()
 work = Path(tempfile.mkdtemp())

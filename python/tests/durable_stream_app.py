@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
 
 LATER_UPDATES = pd.DataFrame({"ad_id": ["a", "z"], "campaign": ["c2", "u100"],
                               "ts": pd.to_datetime([35, 100], unit="s", utc=True)})

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
 
 
 def test_bulk_load_makes_everything_final(spark, workdir, state_name):

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 def _write(spark, workdir, state_name, seed: int, partitions: int):

@@ -12,9 +12,9 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import to_spark_parquet
-from oracles import asof_expected, utc
-from streams import wait_until
+from sharedstate.testing.adcamp import to_spark_parquet
+from sharedstate.testing.oracles import asof_expected, utc
+from sharedstate.testing.streams import wait_until
 
 KEYS = 4
 FILE_SPAN_S = 2

@@ -11,8 +11,8 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from oracles import rate_prefix_gaps
-from streams import wait_until
+from sharedstate.testing.oracles import rate_prefix_gaps
+from sharedstate.testing.streams import wait_until
 
 PARTITIONS = 2
 KEYS = 4  # a multiple of PARTITIONS: rows of different partitions never share a (key, time)

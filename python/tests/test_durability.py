@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, write_batches
 
 READER = Path(__file__).with_name("durable_reader.py")
 

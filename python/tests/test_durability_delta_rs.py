@@ -10,7 +10,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import make_workload
+from sharedstate.testing.adcamp import make_workload
 
 from test_durability import stream_updates
 

@@ -13,7 +13,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import make_workload
+from sharedstate.testing.adcamp import make_workload
 
 from test_durability import read_in_new_application
 from test_durability_delta_rs import unsafe_row_string

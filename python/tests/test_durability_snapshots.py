@@ -12,9 +12,9 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
 
-from streams import wait_until
+from sharedstate.testing.streams import wait_until
 from test_durability import oracle_as_of, read_in_new_application
 
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 @pytest.fixture

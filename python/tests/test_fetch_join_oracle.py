@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
+from sharedstate.testing.adcamp import (
+    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, comparable, expected_late, make_workload, oracle, write_batches,
 )
-from streams import drained, wait_until
+from sharedstate.testing.streams import drained, wait_until
 
 
 
@@ -53,20 +53,12 @@ def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame,
     return got, expected, (work, state)
 
 
-def _normalise(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-    for c in ("ts", "value_time"):
-        out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
-    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-    return out.sort_values("event_id").reset_index(drop=True)
-
-
 @pytest.mark.parametrize("seed", [7, 2026])
 def test_left_fetch_join_equals_offline_asof_join(spark, workdir, state_name, seed):
     got, expected, (work, state) = _run(spark, workdir, state_name, seed, how="left")
     assert got["event_id"].is_unique, "an event was emitted twice"
     assert len(got) == len(work.events), "every event is emitted exactly once by a left fetch join"
-    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     # the input really was adversarial: some events had no value, and some updates were late
     assert expected["campaign"].isna().any()
     late = expected_late(work)
@@ -110,7 +102,7 @@ def test_inner_fetch_join_drops_events_without_value(spark, workdir, state_name)
     got, expected, _ = _run(spark, workdir, state_name, seed=3, how="inner")
     assert got["campaign"].notna().all()
     assert got["event_id"].is_unique
-    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
 
 
 def test_batch_fetch_join_over_many_events_of_one_slot_equals_asof_join(spark, state_name):

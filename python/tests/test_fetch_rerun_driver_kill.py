@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sharedstate.demos.adcamp_data import write_batches
+from sharedstate.testing.adcamp import write_batches
 
 APP = Path(__file__).with_name("rerun_app.py")
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, make_workload, write_batches
-from oracles import NUMERIC_UPDATES, fetched_values, mismatches, numeric, range_expected
-from streams import drained, wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, make_workload, write_batches
+from sharedstate.testing.oracles import NUMERIC_UPDATES, fetched_values, mismatches, numeric, range_expected
+from sharedstate.testing.streams import drained, wait_until
 
 WINDOW_S = 90
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, oracle, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, oracle, write_batches
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 def _secs(*s):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import write_batches
+from sharedstate.testing.adcamp import write_batches
 
 
 @pytest.mark.parametrize("rule,running", [("sum", "cumsum"), ("max", "cummax")])

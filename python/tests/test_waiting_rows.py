@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
-from streams import drained, wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import drained, wait_until
 
 
 def test_waiting_rows_are_emitted_by_batches_without_new_input(spark, workdir, state_name):

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import (
+from sharedstate.testing.adcamp import (
     EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
 )
 

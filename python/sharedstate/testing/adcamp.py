@@ -1,5 +1,5 @@
 """AdCamp input (Nova section 3.5) with realistic disorder, and the offline oracle it is checked
-against. The demo and the tests share it.
+against. The demo, the tests and the benchmarks share it.
 
 Updates: "ad belongs to campaign c from time t". Events: "user viewed ad at time t" (and clicked or
 not). Both arrive out of order; a few updates arrive far behind (late if U has passed them).
@@ -114,6 +114,21 @@ def oracle(events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign",
     joined = pd.merge_asof(ev, upd.sort_values("ts")[["ad_id", "ts", value, time_column]], on="ts",
                            by="ad_id", direction="backward", allow_exact_matches=True)
     return joined
+
+
+def utc(series) -> pd.Series:
+    """Times as UTC microseconds, the precision of a Spark TIMESTAMP."""
+    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
+
+
+def comparable(joined: pd.DataFrame, time_column: str = "value_time") -> pd.DataFrame:
+    """Fetch-join output or `oracle`'s answer in a form that compares equal when the rows do: the
+    event, its campaign (None when missing) and the time of the update used, by event_id."""
+    out = joined[["event_id", "ad_id", "ts", "campaign", time_column]].copy()
+    for c in ("ts", time_column):
+        out[c] = utc(out[c])
+    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
+    return out.sort_values("event_id").reset_index(drop=True)
 
 
 UPDATE_SCHEMA = "ad_id STRING, ts TIMESTAMP, campaign STRING"

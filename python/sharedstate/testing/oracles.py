@@ -2,7 +2,7 @@
 range-aggregate fetches, read-uncommitted answers with bounded staleness, the as-of join, and the
 arithmetic of Spark's rate source in continuous mode. Each is computed from the input alone (plus,
 where the input is a live source, the set of rows the source emitted), never from the plugin's
-answers. pytest puts this directory on sys.path (pyproject.toml), so it/ imports it too.
+answers. Built on the AdCamp workload of sharedstate.testing.adcamp.
 """
 
 from __future__ import annotations
@@ -11,13 +11,9 @@ import math
 
 import pandas as pd
 
-from sharedstate.demos.adcamp_data import accepted_updates
+from sharedstate.testing.adcamp import accepted_updates, utc
 
 NUMERIC_UPDATES = "ad_id STRING, ts TIMESTAMP, v BIGINT"
-
-
-def utc(series) -> pd.Series:
-    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
 
 
 def numeric(frame: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml VERSION
 	test -x $(PY) || python3.11 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,demo]"
 	touch $@
 
 # Tools the build needs from Debian: a JDK 17 and Maven (which fetches the sbt launcher).

@@ -21,7 +21,10 @@ import threading
 import time
 from pathlib import Path
 
-import pandas as pd
+try:
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; the demo does
+    raise ImportError("the AdCamp demo needs pandas and pyarrow: pip install 'sharedstate[demo]'") from e
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import (

@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; this module does
+    raise ImportError("sharedstate.testing needs pandas and pyarrow: pip install 'sharedstate[pandas]'") from e
 
 SECOND = 1_000_000  # microseconds
 

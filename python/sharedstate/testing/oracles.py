@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
+try:
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; this module does
+    raise ImportError("sharedstate.testing needs pandas and pyarrow: pip install 'sharedstate[pandas]'") from e
 
 from sharedstate.testing.adcamp import accepted_updates, utc
 

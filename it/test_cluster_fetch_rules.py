@@ -11,9 +11,16 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from sharedstate.testing.oracles import (asof_expected, fetched_values, mismatches, numeric, range_expected, stale_answer_violations,
-                     utc)
 from sharedstate.testing.adcamp import accepted_updates, expected_late, make_workload
+from sharedstate.testing.oracles import (
+    asof_expected,
+    fetched_values,
+    mismatches,
+    numeric,
+    range_expected,
+    stale_answer_violations,
+    utc,
+)
 
 SEED = 2031
 WINDOW_S = 90

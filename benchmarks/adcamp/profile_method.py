@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 
 import sharedstate as ss
-from sharedstate._jars import conf_file
 from harness import Settings, run_point
 from jfr_buckets import buckets
 from redis_server import RedisServer
 from run import METHODS, session_conf
+from sharedstate._jars import conf_file
 from workload import Shape
 
 HERE = Path(__file__).resolve().parent

@@ -62,7 +62,7 @@ def write_report(out: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     meta, summary = data["meta"], data["summary"]
     common = summary[0]["common_rate"] if summary else None
-    lines = [f"# AdCamp: sharedstate fetch join vs what a Spark user would otherwise do", "",
+    lines = ["# AdCamp: sharedstate fetch join vs what a Spark user would otherwise do", "",
              f"`{meta['command']}`", "",
              f"Machine: {meta['cpus']} cores; before: `{meta['uptime_before']}`; after: `{meta.get('uptime_after', '?')}`. "
              f"Spark {meta['spark']['version']} {meta['spark']['master']}, shuffle partitions "
@@ -87,7 +87,7 @@ def write_report(out: Path) -> None:
         p99_ratio = "-" if t["p99_ratio"] is None else f"{t['p99_ratio']:.2f}"
         lines.append(f"| {t['update_rate']:,} | {t['best_peer']} | {speedup} | {_yn(t['speedup_met'])} | "
                      f"{t['lowest_p99_peer'] or 'none sustained'} | {p99_ratio} | {_yn(t['p99_met'])} |")
-    lines += ["", f"Batch anatomy at the common rate (Spark's query progress: batches that had input or state, "
+    lines += ["", "Batch anatomy at the common rate (Spark's query progress: batches that had input or state, "
               "mean ms per phase):", "",
               "| updates/s | method | query | batches | triggerExecution | addBatch | other phases |",
               "| --- | --- | --- | --- | --- | --- | --- |"]

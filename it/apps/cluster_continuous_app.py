@@ -20,10 +20,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from app_support import cluster_session, finish, key_partitions, save
 from pyspark.sql import functions as F
 
 import sharedstate as ss
+from app_support import cluster_session, finish, key_partitions, save
 from sharedstate.testing.streams import check_running, wait_until
 
 KEYS = 8  # k = v % KEYS; a multiple of the writer's 2 partitions, so they never share a key (and 0..7 hash to both State partitions)

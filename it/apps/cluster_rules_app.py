@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from app_support import cluster_session, finish, key_partitions, save
 
 import sharedstate as ss
+from app_support import cluster_session, finish, key_partitions, save
 from sharedstate.testing.adcamp import EVENT_SCHEMA, make_workload, write_batches
 from sharedstate.testing.oracles import NUMERIC_UPDATES, numeric  # the input conversion the local tests use
 from sharedstate.testing.streams import check_running, drained, wait_until

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import sys
-import pandas as pd
 import time
 from pathlib import Path
+
+import pandas as pd
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA

@@ -93,8 +93,8 @@ def _scala_library() -> Path:
 def _micros(t: int | _dt.datetime) -> int:
     if isinstance(t, _dt.datetime):
         if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            t = t.replace(tzinfo=_dt.UTC)
+        delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
         return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(t, bool) or not isinstance(t, int):
         raise SharedStateError(f"A time is microseconds since the epoch (int) or a datetime, got {t!r}.")

@@ -10,9 +10,9 @@ and this State has caught up to it; then tries to write, and writes WORKDIR/foll
 from __future__ import annotations
 
 import json
-from datetime import datetime
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd

@@ -11,7 +11,6 @@ from deltalake import DeltaTable
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import make_workload
-
 from test_durability import stream_updates
 
 

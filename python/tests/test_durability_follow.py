@@ -14,7 +14,6 @@ import pandas as pd
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload
-
 from sharedstate.testing.streams import wait_until
 from test_durability import oracle_as_of
 from test_durability_snapshots import add_files

@@ -14,7 +14,6 @@ from deltalake import DeltaTable
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import make_workload
-
 from test_durability import read_in_new_application
 from test_durability_delta_rs import unsafe_row_string
 from test_durability_snapshots import add_files, write_update_files

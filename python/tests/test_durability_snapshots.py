@@ -13,7 +13,6 @@ from deltalake import DeltaTable
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
-
 from sharedstate.testing.streams import wait_until
 from test_durability import oracle_as_of, read_in_new_application
 

@@ -10,7 +10,6 @@ import pytest
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import accepted_updates, make_workload
-
 from test_durability import oracle_as_of
 from test_durability_snapshots import add_files, full_snapshots, write_update_files
 

@@ -8,10 +8,16 @@ import pytest
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, comparable, expected_late, make_workload, oracle, write_batches,
+    EVENT_SCHEMA,
+    UPDATE_SCHEMA,
+    accepted_updates,
+    comparable,
+    expected_late,
+    make_workload,
+    oracle,
+    write_batches,
 )
 from sharedstate.testing.streams import drained, wait_until
-
 
 
 def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame, pd.DataFrame, object]:

@@ -28,7 +28,13 @@ except ImportError as e:  # the core package does not need pandas; the demo does
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
+    EVENT_SCHEMA,
+    UPDATE_SCHEMA,
+    accepted_updates,
+    expected_late,
+    make_workload,
+    oracle,
+    write_batches,
 )
 
 

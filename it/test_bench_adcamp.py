@@ -23,9 +23,20 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
     pytest.importorskip("redis", reason="the bench extra is not installed (make bench-deps)")
     out = tmp_path / "results"
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/adcamp/run.py"), "--quick", "--out", str(out),
-         "--cache", str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=600, cwd=ROOT)
+        [
+            sys.executable,
+            str(ROOT / "benchmarks/adcamp/run.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
 
     data = json.loads((out / "results.json").read_text())

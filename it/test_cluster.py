@@ -50,10 +50,13 @@ def test_sql_fetch_on_two_executors_equals_offline_asof_join(cluster_run):
     got = pd.read_parquet(out / "sql.parquet").sort_values("event_id").reset_index(drop=True)
     expected = oracle(work.events, accepted_updates(work), time_column="value_time").sort_values("event_id")
     assert list(got["event_id"]) == list(expected["event_id"])
-    assert list(got["campaign"].where(got["campaign"].notna(), None)) == \
-        list(expected["campaign"].astype(object).where(expected["campaign"].notna(), None))
+    assert list(got["campaign"].where(got["campaign"].notna(), None)) == list(
+        expected["campaign"].astype(object).where(expected["campaign"].notna(), None)
+    )
     both = got["value_time"].notna()
-    assert (utc(got["value_time"][both]).values == utc(expected["value_time"].reset_index(drop=True)[both]).values).all()
+    assert (
+        utc(got["value_time"][both]).values == utc(expected["value_time"].reset_index(drop=True)[both]).values
+    ).all()
 
 
 @pytest.mark.slow
@@ -70,8 +73,9 @@ def test_late_updates_and_as_of_reads_gather_every_host(cluster_run):
         t = pd.Timestamp(seconds, unit="s", tz="UTC")
         want = history[history["ts"] <= t].sort_values("ts").groupby("ad_id").tail(1)
         got = pd.read_parquet(out / f"asof_{seconds}.parquet")
-        assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == \
-            sorted(zip(want["ad_id"], want["campaign"], want["ts"])), f"as of {t}"
+        assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == sorted(
+            zip(want["ad_id"], want["campaign"], want["ts"])
+        ), f"as of {t}"
 
 
 @pytest.mark.slow
@@ -82,8 +86,9 @@ def test_change_stream_reads_every_final_pair_from_every_host(cluster_run):
     want = history[history["ts"] < u]
     got = pd.read_parquet(out / "changes.parquet")
     assert len(got) == len(want) > 0
-    assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == \
-        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+    assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == sorted(
+        zip(want["ad_id"], want["campaign"], want["ts"])
+    )
 
 
 @pytest.mark.slow
@@ -95,8 +100,9 @@ def test_change_stream_reads_each_host_feed_once_across_a_restart(cluster_run):
     got = pd.read_parquet(out / "host_changes.parquet")
     got["campaigns_time"] = utc(got["campaigns_time"])
     # every final pair exactly once, over the batches of both runs (the query restarted from its checkpoint)
-    assert sorted(zip(got["ad_id"], got["campaign"], got["campaigns_time"])) == \
-        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+    assert sorted(zip(got["ad_id"], got["campaign"], got["campaigns_time"])) == sorted(
+        zip(want["ad_id"], want["campaign"], want["ts"])
+    )
     # read through the hosts' feeds: one input partition per executor host, never the per-partition scan
     assert set(records["host_batch_partitions"].values()) == {2}, records["host_batch_partitions"]
     assert records["change_plans"]["host"] >= 2 and records["change_plans"]["scan"] == 0, records["change_plans"]

@@ -93,11 +93,13 @@ def test_uncommitted_answers_at_u1_are_the_as_of_join_over_updates_below_u1(rule
     want = want.sort_values("event_id").reset_index(drop=True)
     got = early.sort_values("event_id").reset_index(drop=True)
     assert [None if pd.isna(x) else int(x) for x in got["v"]] == [None if pd.isna(x) else int(x) for x in want["want"]]
-    assert (utc(got["scores_time"]).fillna(pd.Timestamp(0, tz="UTC")) ==
-            utc(want["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))).all()
+    assert (
+        utc(got["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))
+        == utc(want["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))
+    ).all()
     # answered early: some events at or after U1 got a value that the final history has replaced
     committed = asof_expected(answerable, history, "ad_id", "v", "scores_time").sort_values("event_id")
-    stale = (committed["want"].fillna(-1).to_numpy() != want["want"].fillna(-1).to_numpy())
+    stale = committed["want"].fillna(-1).to_numpy() != want["want"].fillna(-1).to_numpy()
     assert stale.any() and (answerable["ts"] >= u1).any()
 
 

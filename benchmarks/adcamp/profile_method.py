@@ -48,15 +48,24 @@ def main() -> int:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(HERE), os.environ.get("PYTHONPATH")) if x)
     # DebugNonSafepoints: samples land on the method that ran, not the nearest safepoint
-    java_opts = (f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
-                 "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "
-                 f"-XX:StartFlightRecording=name=adcamp,settings={HERE / 'cpu-samples.jfc'},maxage=30m")
-    spark = ss.session("adcamp-profile", master="local[4]", **session_conf(),
-                       **{"spark.driver.extraJavaOptions": java_opts})
+    java_opts = (
+        f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
+        "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "
+        f"-XX:StartFlightRecording=name=adcamp,settings={HERE / 'cpu-samples.jfc'},maxage=30m"
+    )
+    spark = ss.session(
+        "adcamp-profile", master="local[4]", **session_conf(), **{"spark.driver.extraJavaOptions": java_opts}
+    )
     spark.sparkContext.setLogLevel("ERROR")
     redis_server = RedisServer(str(scratch)) if args.method == "redis" else None
-    settings = Settings(cache=args.cache, scratch=scratch, trigger="250 milliseconds", lag_cap_s=20, startup_cap_s=60,
-                        redis_port=redis_server.port if redis_server else None)
+    settings = Settings(
+        cache=args.cache,
+        scratch=scratch,
+        trigger="250 milliseconds",
+        lag_cap_s=20,
+        startup_cap_s=60,
+        redis_port=redis_server.port if redis_server else None,
+    )
     shape = Shape(update_rate=args.update_rate, event_rate=args.event_rate, seconds=args.seconds, tail_s=6)
     run_point(spark, METHODS[args.method], shape, settings)  # warm-up
     pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
@@ -67,10 +76,18 @@ def main() -> int:
     began = time.time()
     result = run_point(spark, METHODS[args.method], shape, settings)
     jcmd("JFR.dump", "name=adcamp", f"filename={recording}")
-    profile = {"method": result.method, "update_rate": args.update_rate, "event_rate": args.event_rate,
-               "recorded_s": round(time.time() - began, 1), "load_avg_1m": os.getloadavg()[0],
-               "sustained": result.sustained, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms,
-               "cpu_samples_percent": buckets(str(recording), since=began), "batch_phases": result.progress}
+    profile = {
+        "method": result.method,
+        "update_rate": args.update_rate,
+        "event_rate": args.event_rate,
+        "recorded_s": round(time.time() - began, 1),
+        "load_avg_1m": os.getloadavg()[0],
+        "sustained": result.sustained,
+        "p50_ms": result.p50_ms,
+        "p99_ms": result.p99_ms,
+        "cpu_samples_percent": buckets(str(recording), since=began),
+        "batch_phases": result.progress,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"profile-{args.method}-u{args.update_rate}-e{args.event_rate}.json"
     path.write_text(json.dumps(profile, indent=1))

@@ -51,21 +51,45 @@ def test_search_runs_a_failed_point_again_once_but_never_a_wrong_one():
         calls[rate] = calls.get(rate, 0) + 1
         sustained = rate <= 8000 and not (rate == 4000 and calls[rate] == 1)
         wrong = int(rate == 16000)
-        return PointResult("m", 1000, rate, 10, 10, 0, 0, wrong, wrong == 0, 1.0, 2.0, 3.0, 2.0, 0.0,
-                           float(rate), sustained and not wrong, "ok")
+        return PointResult(
+            "m",
+            1000,
+            rate,
+            10,
+            10,
+            0,
+            0,
+            wrong,
+            wrong == 0,
+            1.0,
+            2.0,
+            3.0,
+            2.0,
+            0.0,
+            float(rate),
+            sustained and not wrong,
+            "ok",
+        )
 
     best, tried = search(run, 1000, 250, 64000, 0, True, retries=1)
     assert best == 8000
     assert calls == {1000: 1, 2000: 1, 4000: 2, 8000: 1, 16000: 1}, "the wrong point is not run again"
     assert [(p.event_rate, p.attempt, p.discarded) for p in tried] == [
-        (1000, 1, False), (2000, 1, False), (4000, 2, False), (8000, 1, False), (16000, 1, False), (4000, 1, True)]
+        (1000, 1, False),
+        (2000, 1, False),
+        (4000, 2, False),
+        (8000, 1, False),
+        (16000, 1, False),
+        (4000, 1, True),
+    ]
 
 
 def test_conf_goes_on_top_of_the_common_settings_and_needs_key_equals_value(capsys):
     import run
 
-    args = run._parse(["--out", "x", "--conf", "spark.sql.parquet.outputTimestampType=INT96",
-                       "--conf", "spark.some.option=a=b"])
+    args = run._parse(
+        ["--out", "x", "--conf", "spark.sql.parquet.outputTimestampType=INT96", "--conf", "spark.some.option=a=b"]
+    )
     conf = run.spark_conf(args)
     assert conf["spark.sql.parquet.outputTimestampType"] == "INT96"  # Spark's legacy default, on request
     assert conf["spark.some.option"] == "a=b"

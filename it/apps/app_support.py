@@ -15,9 +15,17 @@ import sharedstate as ss
 
 def cluster_session(app_name: str, master: str = "local-cluster[2,1,1024]", **conf: str) -> SparkSession:
     """A session on real executor JVMs with spark.authenticate on (a fresh secret per run)."""
-    return ss.session(app_name, master=master, **{
-        "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(16),
-        "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g", **conf})
+    return ss.session(
+        app_name,
+        master=master,
+        **{
+            "spark.authenticate": "true",
+            "spark.authenticate.secret": secrets.token_hex(16),
+            "spark.sql.shuffle.partitions": "4",
+            "spark.driver.memory": "1g",
+            **conf,
+        },
+    )
 
 
 def save(out: Path, name: str, frame: pd.DataFrame) -> None:

@@ -49,22 +49,41 @@ def events():
 
 
 def start_reader(name: str, joined):
-    return (joined.writeStream.format("memory").queryName(name).outputMode("append")
-            .option("checkpointLocation", str(out / f"ck-{name}")).trigger(processingTime="300 milliseconds").start())
+    return (
+        joined.writeStream.format("memory")
+        .queryName(name)
+        .outputMode("append")
+        .option("checkpointLocation", str(out / f"ck-{name}"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
 
 
-readers = {rule: start_reader(rule, ss.fetch_join(events(), "scores", key="ad_id", time="ts", rule=rule, window=WINDOW))
-           for rule in AGGREGATES}
-writer = (spark.readStream.schema(NUMERIC_UPDATES).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
-          .writeStream.format("sharedstate").option("state", "scores").option("key", "ad_id").option("time", "ts")
-          .option("value", "v").option("lateness", "20 seconds").option("checkpointLocation", str(out / "ck-updates"))
-          .trigger(processingTime="300 milliseconds").start())
+readers = {
+    rule: start_reader(rule, ss.fetch_join(events(), "scores", key="ad_id", time="ts", rule=rule, window=WINDOW))
+    for rule in AGGREGATES
+}
+writer = (
+    spark.readStream.schema(NUMERIC_UPDATES)
+    .option("maxFilesPerTrigger", 1)
+    .parquet(str(out / "updates"))
+    .writeStream.format("sharedstate")
+    .option("state", "scores")
+    .option("key", "ad_id")
+    .option("time", "ts")
+    .option("value", "v")
+    .option("lateness", "20 seconds")
+    .option("checkpointLocation", str(out / "ck-updates"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
 
 # ---- first half: U stops at U1 once the writer has read its files ------------------------------
 drained(writer, timeout=300)
 # started now, so every event it answers early is answered while U = U1
-readers["uncommitted"] = start_reader("uncommitted", ss.fetch_join(
-    events(), "scores", key="ad_id", time="ts", mode="uncommitted", staleness=STALENESS))
+readers["uncommitted"] = start_reader(
+    "uncommitted", ss.fetch_join(events(), "scores", key="ad_id", time="ts", mode="uncommitted", staleness=STALENESS)
+)
 queries = [writer, *readers.values()]
 u1 = state.progress()["update"]
 records["u1"] = str(u1)
@@ -102,7 +121,9 @@ for name in readers:
 for q in queries:
     q.stop()
 p = state.progress()
-records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in p.items() if k not in ("writers", "readers")}
+records["progress"] = {
+    k: (str(v) if k in ("update", "fetch") else v) for k, v in p.items() if k not in ("writers", "readers")
+}
 save(out, "late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
 save(out, "key_partitions", key_partitions(state, "ad_id"))
 finish(out, records, "CLUSTER-RULES-APP-OK")

@@ -142,8 +142,12 @@ class State:
         The stream is a reader of the State: compaction keeps every pair it has not read yet.
         """
         with translated():
-            return (self._spark.readStream.format("sharedstate").option("state", self.name)
-                    .option("startingOffsets", starting_offsets).load())
+            return (
+                self._spark.readStream.format("sharedstate")
+                .option("state", self.name)
+                .option("startingOffsets", starting_offsets)
+                .load()
+            )
 
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""

@@ -178,9 +178,9 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert sorted([a, utc_iso(t), r] for a, t, r in follow["late"]) == late_rows(work)
     # How far behind the final U it opened depends on the load (its JVMs start while the owner runs).
     print("reader saw", len(follow["seen"]), "steps, from U =", follow["seen"][0]["update"], "to", final["update"])
-    # Time travel: the probes (but maybe the last) are below min(F, U) (the fetch join's lateness took F up), and compaction dropped
-    # versions in memory, so the Delta tables answered them (a State rebuilt on the driver), equal to
-    # the oracle above.
+    # Time travel: the probes (but maybe the last) are below min(F, U) (the fetch join's lateness
+    # took F up), and compaction dropped versions in memory, so the Delta tables answered them (a
+    # State rebuilt on the driver), equal to the oracle above.
     assert final["pairs_compacted"] > 0
     horizon = min(
         final["update_micros"],

@@ -134,11 +134,13 @@ def main() -> int:
     command = " ".join([".venv/bin/python", "benchmarks/adcamp/operator_ab.py"] + sys.argv[1:])
     (args.out / "results.json").write_text(json.dumps({"command": command, "results": results}, indent=1))
     lines = [
-        "| jar | best read (s) | best join (s) | join - read, median (best) (s) | operator ns per row per core (median) |",
+        "| jar | best read (s) | best join (s) | join - read, median (best) (s) "
+        "| operator ns per row per core (median) |",
         "| --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {k} | {r['best_read_s']:.2f} | {r['best_join_s']:.2f} | {r['operator_s']:.2f} ({r['operator_best_s']:.2f}) | "
+        f"| {k} | {r['best_read_s']:.2f} | {r['best_join_s']:.2f} "
+        f"| {r['operator_s']:.2f} ({r['operator_best_s']:.2f}) | "
         f"{r['operator_ns_per_row_core']:.0f} |"
         for k, r in results.items()
     ]

@@ -51,7 +51,7 @@ class RedisServer:
                 break
             except redis.ConnectionError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start: {self.process.stderr.read().decode()}")
+                    raise RuntimeError(f"redis-server did not start: {self.process.stderr.read().decode()}") from None
                 time.sleep(0.1)
         self.version = redis.Redis(host="127.0.0.1", port=self.port).info("server")["redis_version"]
         atexit.register(self.stop)  # also when the benchmark is interrupted

@@ -142,7 +142,9 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
 # maintenance task (every `maintenanceInterval`, while the query runs and the provider is loaded)
 # zips and uploads it as state/<op>/<partition>/<version>.zip (<version>_<id>.zip with checkpoint format 2).
 ROCKS = {
-    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
 }

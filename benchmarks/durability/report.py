@@ -75,7 +75,7 @@ def write_report(out: Path) -> None:
         k = f"{size['keys']:,}"
         rocks = "rocks_load" in r
 
-        def line(what, a, b, note=""):
+        def line(what, a, b, note="", k=k, rocks=rocks):  # this size's k and rocks
             ratio = f"{a / b:.2f}" if rocks and a and b else "-"
             cell = f"{b:.1f} s{note}" if rocks else "not run"
             lines.append(f"| {k} | {what} | {a:.1f} s | {cell} | {ratio} |")
@@ -94,7 +94,8 @@ def write_report(out: Path) -> None:
             "recovery (ss: State.get; rocks: first batch after restart)",
             r["ss_recover"],
             r.get("rocks_recover_batch"),
-            f" (RocksDB load, first 'Loading' to last 'Loaded': {r['rocks_recover_load_wall']:.1f} s, slowest partition "
+            f" (RocksDB load, first 'Loading' to last 'Loaded': {r['rocks_recover_load_wall']:.1f} s, "
+            "slowest partition "
             f"{r['rocks_recover_load_max']:.1f} s; (snapshot version, changelogs replayed) per partition: "
             f"{', '.join(map(str, r['rocks_replayed']))})"
             if rocks
@@ -118,7 +119,8 @@ def write_report(out: Path) -> None:
                 d = rec[name]
                 lines.append(
                     f"| {k} | {what} | {rec[name + '_s']:.1f} s (snapshots {d.get('snapshot_ms', 0) / 1000:.1f} s, "
-                    f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); {d['deltas']} of {d['written']} deltas, "
+                    f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); "
+                    f"{d['deltas']} of {d['written']} deltas, "
                     f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
                     f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |"
                 )

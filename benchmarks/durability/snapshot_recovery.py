@@ -1,7 +1,8 @@
 """Snapshot time and recovery time of a durable State at 1M+ keys, beside Spark's RocksDB state store
 with changelog checkpointing on the same keyed input, in the same run (see benchmarks/README.md).
 
-    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 --out benchmarks/results/durability/snapshot-recovery
+    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 \\
+        --out benchmarks/results/durability/snapshot-recovery
 
 Per key count, each phase is a fresh Spark application (local[2]; driver 6 GB up to 2M keys, 12 GB above):
   stage          K rows (k BIGINT, v BIGINT, ts) and a tail of K/10 updates of other values, a minute later
@@ -45,7 +46,7 @@ def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) 
         text=True,
     )
     wall = time.perf_counter() - t
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise RuntimeError(f"phase {name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out = json.loads(lines[-1][len("RESULT ") :])
@@ -119,7 +120,8 @@ def expected_sample(keys: int) -> dict[str, int]:
 
 
 def driver_memory(keys: int, given: str | None) -> str:
-    """The driver heap: the State lives there in local mode (about 0.5 GB per million keys with snapshot and recovery buffers)."""
+    """The driver heap: the State lives there in local mode (about 0.5 GB per million keys with
+    snapshot and recovery buffers)."""
     return given or ("6g" if keys <= 2_000_000 else "12g")
 
 

@@ -189,7 +189,8 @@ def start_writer(directory: str, checkpoint: str, slow_seconds: int = 0):
         stream = stream.withColumn(
             "campaign",
             F.expr(
-                f"concat(campaign, substr(reflect('java.lang.Thread', 'sleep', CAST({slow_seconds * 1000} AS BIGINT)), 1, 0))"
+                "concat(campaign, substr(reflect('java.lang.Thread', 'sleep', "
+                f"CAST({slow_seconds * 1000} AS BIGINT)), 1, 0))"
             ),
         )
     return (

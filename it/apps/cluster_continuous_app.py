@@ -26,7 +26,9 @@ import sharedstate as ss
 from app_support import cluster_session, finish, key_partitions, save
 from sharedstate.testing.streams import check_running, wait_until
 
-KEYS = 8  # k = v % KEYS; a multiple of the writer's 2 partitions, so they never share a key (and 0..7 hash to both State partitions)
+# k = v % KEYS; a multiple of the writer's 2 partitions, so they never share a key (and 0..7 hash
+# to both State partitions)
+KEYS = 8
 WRITER_PARTITIONS = 2
 STEP_US = 50_000  # 20 rows/s -> update times advance with the wall clock,
 LAG_US = 3_000_000  # 3 s behind it, so events (at the wall clock) wait for U in the pending queues

@@ -182,4 +182,7 @@ class State:
 
     def __repr__(self) -> str:
         d = self._description
-        return f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, partitions={d['partitions']})"
+        return (
+            f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, "
+            f"partitions={d['partitions']})"
+        )

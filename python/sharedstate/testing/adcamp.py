@@ -58,7 +58,7 @@ def make_workload(
     rows = []
     for k in range(keys):
         times = np.sort(rng.choice(horizon, size=changes_per_key, replace=False))
-        for i, t in enumerate(times):
+        for t in times:
             rows.append((f"ad{k:03d}", int(t), f"camp{rng.integers(0, 8)}"))
     upd = pd.DataFrame(rows, columns=["ad_id", "ts_us", "campaign"])
     delay = rng.integers(0, lateness_s * SECOND, size=len(upd))

@@ -19,9 +19,11 @@ demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
 
 # Every JVM and Python test, slow integration tests included (CI runs exactly this), after the
-# formatting checks (scalafmt; `bin/sbt scalafmtAll` fixes); bench-deps brings redis-server, which
-# the AdCamp benchmark smoke test needs.
+# lint and formatting checks (ruff for Python, fails fast; scalafmt, `bin/sbt scalafmtAll` fixes);
+# bench-deps brings redis-server, which the AdCamp benchmark smoke test needs.
 test: system-deps venv bench-deps
+	$(PY) -m ruff check python it benchmarks
+	$(PY) -m ruff format --check python it benchmarks
 	bin/sbt "scalafmtCheckAll; scalafmtSbtCheck; bench/scalafmtCheckAll; test; spark/assembly; spark/publishM2" < /dev/null
 	$(MAKE) --no-print-directory package-jar
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -46,7 +48,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml VERSION
 	test -x $(PY) || python3.11 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,demo]"
 	touch $@
 
 # Tools the build needs from Debian: a JDK 17 and Maven (which fetches the sbt launcher).

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
 
 RECOVER = """
 import sys, time, sharedstate as ss
@@ -34,9 +34,18 @@ print(t1 - t0, st.progress()["keys"]); spark.stop()
 
 
 def stream(spark, name: str, src: Path, ck: Path) -> float:
-    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
-         .writeStream.format("sharedstate").option("state", name).option("key", "ad_id").option("time", "ts")
-         .option("lateness", "10 seconds").option("checkpointLocation", str(ck)).start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .writeStream.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", "10 seconds")
+        .option("checkpointLocation", str(ck))
+        .start()
+    )
     t0 = time.perf_counter()
     q.processAllAvailable()
     elapsed = time.perf_counter() - t0
@@ -62,18 +71,24 @@ def main() -> None:
     frames = []
     for b in range(args.batches):
         base = b * 1_000_000
-        frames.append(pd.DataFrame({
-            "ad_id": [f"ad{k}" for k in rng.integers(0, args.keys, size=args.rows)],
-            "ts": pd.to_datetime(base + rng.integers(0, 1_000_000, size=args.rows), unit="us", utc=True),
-            "campaign": [f"c{c}" for c in rng.integers(0, 100, size=args.rows)]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "ad_id": [f"ad{k}" for k in rng.integers(0, args.keys, size=args.rows)],
+                    "ts": pd.to_datetime(base + rng.integers(0, 1_000_000, size=args.rows), unit="us", utc=True),
+                    "campaign": [f"c{c}" for c in rng.integers(0, 100, size=args.rows)],
+                }
+            )
+        )
     write_batches(work / "updates", frames)
     spark = ss.session("durability-bench", master="local[2]", **{"spark.sharedstate.snapshot.interval": "0"})
     try:
         ss.State.create(spark, "warmup", key="ad_id STRING", value="campaign STRING", partitions=4)
         stream(spark, "warmup", work / "updates", work / "ck-warmup")
         ss.State.create(spark, "mem", key="ad_id STRING", value="campaign STRING", partitions=4)
-        ss.State.create(spark, "durable", key="ad_id STRING", value="campaign STRING", partitions=4,
-                        root=str(work / "root"))
+        ss.State.create(
+            spark, "durable", key="ad_id STRING", value="campaign STRING", partitions=4, root=str(work / "root")
+        )
         memory_s = stream(spark, "mem", work / "updates", work / "ck-mem")
         durable_s = stream(spark, "durable", work / "updates", work / "ck-durable")
         recover_log_s, keys = recover(work / "root", "durable")
@@ -85,7 +100,11 @@ def main() -> None:
         spark.stop()
     updates = args.batches * args.rows
     result = {
-        "updates": updates, "batches": args.batches, "keys": keys, "partitions": 4, "master": "local[2]",
+        "updates": updates,
+        "batches": args.batches,
+        "keys": keys,
+        "partitions": 4,
+        "master": "local[2]",
         "stream_seconds": {"in_memory": memory_s, "durable": durable_s},
         "updates_per_second": {"in_memory": updates / memory_s, "durable": updates / durable_s},
         "snapshot_round_seconds": snapshot_s,

@@ -5,6 +5,7 @@ Usage: python benchmarks/esg_delivery_report.py [results-root]   (default: bench
 Reads  esg/esg-merge.json and delivery/xto1-delivery.json; writes table.md and plot.png beside them.
 Needs matplotlib.
 """
+
 import json
 import os
 import sys
@@ -14,8 +15,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-MACHINE = ("2 CPU cores (shared with other builds while it ran), Java 17; short JMH runs "
-           "(-wi 2 -i 3 -f 1 -w 1s -r 2s), so errors are wide and small differences are noise.")
+MACHINE = (
+    "2 CPU cores (shared with other builds while it ran), Java 17; short JMH runs "
+    "(-wi 2 -i 3 -f 1 -w 1s -r 2s), so errors are wide and small differences are noise."
+)
 
 
 def load(path):
@@ -30,9 +33,11 @@ def score(run):
 
 def settings(runs):
     r = runs[0]
-    return (f"warmup {r['warmupIterations']} x {r['warmupTime']}, measurement "
-            f"{r['measurementIterations']} x {r['measurementTime']}, forks {r['forks']}, "
-            f"JMH {r['jmhVersion']}, {r['vmName']} {r['vmVersion']}")
+    return (
+        f"warmup {r['warmupIterations']} x {r['warmupTime']}, measurement "
+        f"{r['measurementIterations']} x {r['measurementTime']}, forks {r['forks']}, "
+        f"JMH {r['jmhVersion']}, {r['vmName']} {r['vmVersion']}"
+    )
 
 
 def clipped(scores, errors):
@@ -63,7 +68,7 @@ def esg_report(root):
         "| sources | readers | esg | pbqMerge | perSourceMerge | esg / pbqMerge | esg / perSourceMerge |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for (s, rd) in configs:
+    for s, rd in configs:
         row = [cells.get((s, rd, p)) for p in peers]
         fmt = [f"{v[0] / 1e6:.2f} ± {v[1] / 1e6:.2f}" if v else "n/a" for v in row]
         ratios = [f"{row[0][0] / row[i][0]:.2f}x" if row[0] and row[i] else "n/a" for i in (1, 2)]
@@ -71,8 +76,11 @@ def esg_report(root):
     esg22, pbq22 = cells.get((2, 2, "esg")), cells.get((2, 2, "pbqMerge"))
     if esg22 and pbq22:
         ratio = esg22[0] / pbq22[0]
-        lines += ["", f"Target (ESG >= 2x the lock-based merge at 2 sources, 2 readers): "
-                      f"{ratio:.2f}x, {'met' if ratio >= 2 else 'missed'}."]
+        lines += [
+            "",
+            f"Target (ESG >= 2x the lock-based merge at 2 sources, 2 readers): "
+            f"{ratio:.2f}x, {'met' if ratio >= 2 else 'missed'}.",
+        ]
     with open(os.path.join(root, "esg", "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -123,8 +131,7 @@ def delivery_report(root):
         ratios = [f"{row[0][0] / row[i][0]:.2f}x" if row[0] and row[i] else "n/a" for i in (1, 2, 3)]
         lines.append(f"| {w} | " + " | ".join(fmt) + " | " + " | ".join(ratios) + " |")
         if w >= 2 and row[0] and row[1]:
-            verdicts.append(f"X={w}: {row[0][0] / row[1][0]:.2f}x "
-                            f"({'met' if row[0][0] >= row[1][0] else 'missed'})")
+            verdicts.append(f"X={w}: {row[0][0] / row[1][0]:.2f}x ({'met' if row[0][0] >= row[1][0] else 'missed'})")
     lines += ["", "Target (conflict-free delivery >= JCTools MPSC for X >= 2): " + "; ".join(verdicts) + "."]
     with open(os.path.join(root, "delivery", "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -23,13 +23,21 @@ def run_cluster_app(app: str, out: Path, *args: str, timeout: float = 1500) -> d
     import pyspark
 
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
-    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    result = subprocess.run([sys.executable, str(ROOT / "it/apps" / app), str(out), *args],
-                            env=env, capture_output=True, text=True, timeout=timeout, cwd=out)
+    env.update(
+        SPARK_HOME=str(Path(pyspark.__file__).parent),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "it/apps" / app), str(out), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=out,
+    )
     marker = Path(app).stem.upper().replace("_", "-") + "-OK"
-    assert result.returncode == 0 and marker in result.stdout, \
-        result.stdout[-3000:] + result.stderr[-8000:]
+    assert result.returncode == 0 and marker in result.stdout, result.stdout[-3000:] + result.stderr[-8000:]
     records = json.loads((out / "records.json").read_text())
     # local-cluster's workers keep executor directories (logs, fetched jars) under SPARK_HOME/work
     shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / records["app_id"], ignore_errors=True)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle
+from sharedstate.testing.adcamp import accepted_updates, comparable, expected_late, make_workload, oracle, utc
 
 SEED = 2027
 
@@ -21,18 +21,6 @@ SEED = 2027
 def cluster_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("cluster")
     return out, run_cluster_app("cluster_app.py", out, str(SEED))
-
-
-def _utc(series: pd.Series) -> pd.Series:
-    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
-
-
-def _normalise(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-    for c in ("ts", "value_time"):
-        out[c] = _utc(out[c])
-    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-    return out.sort_values("event_id").reset_index(drop=True)
 
 
 @pytest.mark.slow
@@ -51,7 +39,7 @@ def test_fetch_join_on_two_executors_equals_offline_asof_join(cluster_run):
     expected = oracle(work.events, accepted_updates(work), time_column="value_time")
     assert got["event_id"].is_unique, "an event was emitted twice"
     assert len(got) == len(work.events)
-    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     assert expected["campaign"].isna().any() and expected["campaign"].notna().any()
 
 
@@ -62,10 +50,13 @@ def test_sql_fetch_on_two_executors_equals_offline_asof_join(cluster_run):
     got = pd.read_parquet(out / "sql.parquet").sort_values("event_id").reset_index(drop=True)
     expected = oracle(work.events, accepted_updates(work), time_column="value_time").sort_values("event_id")
     assert list(got["event_id"]) == list(expected["event_id"])
-    assert list(got["campaign"].where(got["campaign"].notna(), None)) == \
-        list(expected["campaign"].astype(object).where(expected["campaign"].notna(), None))
+    assert list(got["campaign"].where(got["campaign"].notna(), None)) == list(
+        expected["campaign"].astype(object).where(expected["campaign"].notna(), None)
+    )
     both = got["value_time"].notna()
-    assert (_utc(got["value_time"][both]).values == _utc(expected["value_time"].reset_index(drop=True)[both]).values).all()
+    assert (
+        utc(got["value_time"][both]).values == utc(expected["value_time"].reset_index(drop=True)[both]).values
+    ).all()
 
 
 @pytest.mark.slow
@@ -75,40 +66,43 @@ def test_late_updates_and_as_of_reads_gather_every_host(cluster_run):
     late = expected_late(work)
     listed = pd.read_parquet(out / "late.parquet")
     assert len(late) > 0 and set(listed["reason"]) == {"late"}
-    assert sorted(zip(listed["ad_id"], _utc(listed["ts"]))) == sorted(zip(late["ad_id"], _utc(late["ts"])))
+    assert sorted(zip(listed["ad_id"], utc(listed["ts"]))) == sorted(zip(late["ad_id"], utc(late["ts"])))
     assert records["progress"]["updates_rejected"] == len(late)
-    history = accepted_updates(work).assign(ts=lambda d: _utc(d["ts"]))
+    history = accepted_updates(work).assign(ts=lambda d: utc(d["ts"]))
     for seconds in (45, 200, 599):
         t = pd.Timestamp(seconds, unit="s", tz="UTC")
         want = history[history["ts"] <= t].sort_values("ts").groupby("ad_id").tail(1)
         got = pd.read_parquet(out / f"asof_{seconds}.parquet")
-        assert sorted(zip(got["ad_id"], got["campaign"], _utc(got["campaigns_time"]))) == \
-            sorted(zip(want["ad_id"], want["campaign"], want["ts"])), f"as of {t}"
+        assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == sorted(
+            zip(want["ad_id"], want["campaign"], want["ts"])
+        ), f"as of {t}"
 
 
 @pytest.mark.slow
 def test_change_stream_reads_every_final_pair_from_every_host(cluster_run):
     out, records = cluster_run
     u = pd.Timestamp(records["progress"]["update"])
-    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: _utc(d["ts"]))
+    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: utc(d["ts"]))
     want = history[history["ts"] < u]
     got = pd.read_parquet(out / "changes.parquet")
     assert len(got) == len(want) > 0
-    assert sorted(zip(got["ad_id"], got["campaign"], _utc(got["campaigns_time"]))) == \
-        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+    assert sorted(zip(got["ad_id"], got["campaign"], utc(got["campaigns_time"]))) == sorted(
+        zip(want["ad_id"], want["campaign"], want["ts"])
+    )
 
 
 @pytest.mark.slow
 def test_change_stream_reads_each_host_feed_once_across_a_restart(cluster_run):
     out, records = cluster_run
     u = pd.Timestamp(records["progress"]["update"])
-    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: _utc(d["ts"]))
+    history = accepted_updates(make_workload(SEED)).assign(ts=lambda d: utc(d["ts"]))
     want = history[history["ts"] < u]
     got = pd.read_parquet(out / "host_changes.parquet")
-    got["campaigns_time"] = _utc(got["campaigns_time"])
+    got["campaigns_time"] = utc(got["campaigns_time"])
     # every final pair exactly once, over the batches of both runs (the query restarted from its checkpoint)
-    assert sorted(zip(got["ad_id"], got["campaign"], got["campaigns_time"])) == \
-        sorted(zip(want["ad_id"], want["campaign"], want["ts"]))
+    assert sorted(zip(got["ad_id"], got["campaign"], got["campaigns_time"])) == sorted(
+        zip(want["ad_id"], want["campaign"], want["ts"])
+    )
     # read through the hosts' feeds: one input partition per executor host, never the per-partition scan
     assert set(records["host_batch_partitions"].values()) == {2}, records["host_batch_partitions"]
     assert records["change_plans"]["host"] >= 2 and records["change_plans"]["scan"] == 0, records["change_plans"]

@@ -2,7 +2,7 @@
 spark.authenticate on; it/apps/cluster_continuous_app.py says why 3 cores): a continuous writer, a
 continuous fetch join and the continuous change stream of one State at once, fed by Spark's rate
 source, each checked offline against the rate source's arithmetic and the as-of join
-(python/tests/oracles.py, the oracles of the local tests).
+(sharedstate.testing.oracles, the oracles of the local tests).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from oracles import asof_expected, rate_prefix_gaps, utc
+from sharedstate.testing.oracles import asof_expected, rate_prefix_gaps, utc
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +39,9 @@ def _history(out, records) -> pd.DataFrame:
     late = set(_load(out, "late")["v"])
     emitted = set(_load(out, "held")["v"]) | late
     values = sorted(emitted - late)
-    return pd.DataFrame({"k": [v % records["keys"] for v in values],
-                         "ts": [_update_time(records, v) for v in values], "v": values})
+    return pd.DataFrame(
+        {"k": [v % records["keys"] for v in values], "ts": [_update_time(records, v) for v in values], "v": values}
+    )
 
 
 @pytest.mark.slow
@@ -78,15 +79,23 @@ def test_continuous_fetch_join_equals_offline_asof_join(continuous_run):
     # the rate source numbers events 0, 1, 2, ...: every event up to the last answered one is there
     assert sorted(got["event_id"]) == list(range(len(got))) and len(got) >= 150
     assert (got["ts"] < pd.Timestamp(records["progress"]["update"])).all(), "answered before U passed it"
-    expected = asof_expected(got[["event_id", "k", "ts"]], _history(out, records), key="k", value="v",
-                             time_column="rates_time").sort_values("event_id").reset_index(drop=True)
+    expected = (
+        asof_expected(
+            got[["event_id", "k", "ts"]], _history(out, records), key="k", value="v", time_column="rates_time"
+        )
+        .sort_values("event_id")
+        .reset_index(drop=True)
+    )
     got = got.sort_values("event_id").reset_index(drop=True)
     want = [None if pd.isna(x) else int(x) for x in expected["want"]]
     have = [None if pd.isna(x) else int(x) for x in got["v"]]
     wrong = [(i, a, b) for i, a, b in zip(got["event_id"], have, want) if a != b]
     assert not wrong, f"{len(wrong)} of {len(got)} answers differ, first: {wrong[:3]}"
-    assert got["rates_time"].fillna(pd.Timestamp(0, tz="UTC")).equals(
-        utc(expected["rates_time"]).fillna(pd.Timestamp(0, tz="UTC")))
+    assert (
+        got["rates_time"]
+        .fillna(pd.Timestamp(0, tz="UTC"))
+        .equals(utc(expected["rates_time"]).fillna(pd.Timestamp(0, tz="UTC")))
+    )
     assert sum(v is not None for v in have) >= 100, "most events found a value"
     # the events started before the writer, so they waited in the owners' pending queues
     assert records["pending_max"] > 0

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle, write_batches
+from sharedstate.testing.adcamp import accepted_updates, comparable, expected_late, make_workload, oracle, write_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "it/apps/durable_cluster_app.py"
@@ -52,8 +52,12 @@ def executor_pid(app_id: str, executor_id: str) -> int:
         except OSError:
             continue
         text = [a.decode(errors="replace") for a in args]
-        if any(a.endswith("CoarseGrainedExecutorBackend") for a in text) and app_id in text and \
-                "--executor-id" in text and text[text.index("--executor-id") + 1] == executor_id:
+        if (
+            any(a.endswith("CoarseGrainedExecutorBackend") for a in text)
+            and app_id in text
+            and "--executor-id" in text
+            and text[text.index("--executor-id") + 1] == executor_id
+        ):
             return int(proc.name)
     raise AssertionError(f"no executor {executor_id} of {app_id} found")
 
@@ -68,14 +72,6 @@ def utc_iso(t: str) -> str:
     return (ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).isoformat()
 
 
-def norm(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-    for c in ("ts", "value_time"):
-        out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
-    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-    return out.sort_values("event_id").reset_index(drop=True)
-
-
 @pytest.mark.slow
 def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_oracle(tmp_path):
     import pyspark
@@ -88,10 +84,19 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     expected = oracle(work.events, accepted, time_column="value_time")
     probes = [str(t.tz_convert(None)) for t in (pd.Timestamp(s, unit="s", tz="UTC") for s in (60, 300, 599))]
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
-    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
-    app = subprocess.Popen([sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
-                           env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env.update(
+        SPARK_HOME=str(Path(pyspark.__file__).parent),
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
+    app = subprocess.Popen(
+        [sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     app_id = None
     reader = None
     try:
@@ -104,9 +109,14 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
         # A reader application in cluster mode opens the State read-only while the owner goes on.
         reader_log = tmp_path / "reader.log"
         with reader_log.open("w") as log:
-            reader = subprocess.Popen([sys.executable, str(READER), str(tmp_path / "root"), name, str(tmp_path),
-                                       "local-cluster[1,1,1024]"], env=env, cwd=tmp_path, stdout=log,
-                                      stderr=subprocess.STDOUT, text=True)
+            reader = subprocess.Popen(
+                [sys.executable, str(READER), str(tmp_path / "root"), name, str(tmp_path), "local-cluster[1,1,1024]"],
+                env=env,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         while not (committed_epochs(tmp_path, name) >= 6 and output_batches(tmp_path) >= 2):
             assert app.poll() is None, "the application ended before the kill: " + app.stdout.read()[-5000:]
             assert time.monotonic() < deadline, "no progress before the kill"
@@ -142,9 +152,10 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert got["event_id"].is_unique, "an event was emitted twice"
     assert len(got) == len(work.events)
     got = got.rename(columns={[c for c in got.columns if c.endswith("_time")][0]: "value_time"})
-    pd.testing.assert_frame_equal(norm(got), norm(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     assert final["updates_rejected"] == len(expected_late(work)) > 0
     assert final["updates_applied"] == len(accepted[accepted["ts"] < pd.Timestamp(final["update"])])
+
     def answers_equal_the_oracle(final: dict) -> None:
         for t in probes:
             upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)
@@ -167,12 +178,16 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert sorted([a, utc_iso(t), r] for a, t, r in follow["late"]) == late_rows(work)
     # How far behind the final U it opened depends on the load (its JVMs start while the owner runs).
     print("reader saw", len(follow["seen"]), "steps, from U =", follow["seen"][0]["update"], "to", final["update"])
-    # Time travel: the probes (but maybe the last) are below min(F, U) (the fetch join's lateness took F up), and compaction dropped
-    # versions in memory, so the Delta tables answered them (a State rebuilt on the driver), equal to
-    # the oracle above.
+    # Time travel: the probes (but maybe the last) are below min(F, U) (the fetch join's lateness
+    # took F up), and compaction dropped versions in memory, so the Delta tables answered them (a
+    # State rebuilt on the driver), equal to the oracle above.
     assert final["pairs_compacted"] > 0
-    horizon = min(final["update_micros"], final["fetch"] if final["fetch_is"] == "finite" else
-                  (2**63 - 1 if final["fetch_is"] == "+infinity" else -2**63))
+    horizon = min(
+        final["update_micros"],
+        final["fetch"]
+        if final["fetch_is"] == "finite"
+        else (2**63 - 1 if final["fetch_is"] == "+infinity" else -(2**63)),
+    )
     below = [t for t in probes if pd.Timestamp(t, tz="UTC").value // 1000 < horizon]
     assert len(below) >= 2, (final["fetch_is"], final["fetch"])  # 60 s and 300 s; 599 s may be above F
 
@@ -193,8 +208,9 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     changes = pd.read_parquet(tmp_path / "changes.parquet")
     committed = accepted[accepted["ts"] < pd.Timestamp(final["update"])]
     tcol = [c for c in changes.columns if c.endswith("_time")][0]
-    assert sorted(zip(changes["ad_id"], changes["campaign"], pd.to_datetime(changes[tcol], utc=True))) == \
-        sorted(zip(committed["ad_id"], committed["campaign"], pd.to_datetime(committed["ts"], utc=True)))
+    assert sorted(zip(changes["ad_id"], changes["campaign"], pd.to_datetime(changes[tcol], utc=True))) == sorted(
+        zip(committed["ad_id"], committed["campaign"], pd.to_datetime(committed["ts"], utc=True))
+    )
     print("change plans:", final["change_plans"])
     assert final["change_plans"]["host"] > 0
 
@@ -202,8 +218,14 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     # its partitions from the tables; nothing is left to process, and the State answers as before.
     (tmp_path / "final.json").unlink()
     (tmp_path / "started.json").unlink()
-    again = subprocess.run([sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
-                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    again = subprocess.run(
+        [sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     restarted_id = json.loads((tmp_path / "started.json").read_text())["app_id"]
     shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / restarted_id, ignore_errors=True)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-8000:]
@@ -211,7 +233,9 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
     assert len(set(reopened["described"]["hosts"])) == 2 and reopened["described"]["moves"] == []
     assert reopened["update"] == final["update"]
     assert reopened["updates_rejected"] == final["updates_rejected"]
-    assert sorted([a, utc_iso(t), r] for a, t, r in reopened["late"]) == late_rows(work), "rejected table after a restart"
+    assert sorted([a, utc_iso(t), r] for a, t, r in reopened["late"]) == late_rows(work), (
+        "rejected table after a restart"
+    )
     assert len(reopened["lease"]["files"]) == 2, "the restarted application took the next generation"
     answers_equal_the_oracle(reopened)
     assert len(pd.read_parquet(tmp_path / "joined.parquet")) == len(work.events), "no event emitted twice"

@@ -1,7 +1,7 @@
 """Range, range-aggregate and read-uncommitted fetch joins with State partitions on two real executor
 JVMs (local-cluster[2,1,1024], spark.authenticate on): one writer and five fetch-join queries on one
 State at once, on randomised out-of-order input with late updates (it/apps/cluster_rules_app.py),
-each checked against an offline computation over the accepted update history (python/tests/oracles.py,
+each checked against an offline computation over the accepted update history (sharedstate.testing.oracles,
 the oracles of the local tests).
 """
 
@@ -11,9 +11,16 @@ import pandas as pd
 import pytest
 
 from cluster_apps import run_cluster_app
-from oracles import (asof_expected, fetched_values, mismatches, numeric, range_expected, stale_answer_violations,
-                     utc)
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload
+from sharedstate.testing.adcamp import accepted_updates, expected_late, make_workload
+from sharedstate.testing.oracles import (
+    asof_expected,
+    fetched_values,
+    mismatches,
+    numeric,
+    range_expected,
+    stale_answer_violations,
+    utc,
+)
 
 SEED = 2031
 WINDOW_S = 90
@@ -86,11 +93,13 @@ def test_uncommitted_answers_at_u1_are_the_as_of_join_over_updates_below_u1(rule
     want = want.sort_values("event_id").reset_index(drop=True)
     got = early.sort_values("event_id").reset_index(drop=True)
     assert [None if pd.isna(x) else int(x) for x in got["v"]] == [None if pd.isna(x) else int(x) for x in want["want"]]
-    assert (utc(got["scores_time"]).fillna(pd.Timestamp(0, tz="UTC")) ==
-            utc(want["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))).all()
+    assert (
+        utc(got["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))
+        == utc(want["scores_time"]).fillna(pd.Timestamp(0, tz="UTC"))
+    ).all()
     # answered early: some events at or after U1 got a value that the final history has replaced
     committed = asof_expected(answerable, history, "ad_id", "v", "scores_time").sort_values("event_id")
-    stale = (committed["want"].fillna(-1).to_numpy() != want["want"].fillna(-1).to_numpy())
+    stale = committed["want"].fillna(-1).to_numpy() != want["want"].fillna(-1).to_numpy()
     assert stale.any() and (answerable["ts"] >= u1).any()
 
 

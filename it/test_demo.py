@@ -12,9 +12,25 @@ import pytest
 @pytest.mark.slow
 def test_adcamp_demo_runs_and_verifies(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "sharedstate.demos.adcamp", "--out", str(tmp_path / "demo"),
-         "--events", "2000", "--ads", "40", "--minutes", "6", "--pace", "0.2"],
-        capture_output=True, text=True, timeout=1200)
+        [
+            sys.executable,
+            "-m",
+            "sharedstate.demos.adcamp",
+            "--out",
+            str(tmp_path / "demo"),
+            "--events",
+            "2000",
+            "--ads",
+            "40",
+            "--minutes",
+            "6",
+            "--pace",
+            "0.2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
     assert "Campaign effectiveness" in result.stdout
     assert "all 2000 rows match" in result.stdout

@@ -83,8 +83,9 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
         method.stop()
         progress = method.progress()
         method.cleanup()
-    result = evaluate(method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted,
-                      settings.lag_cap_s)
+    result = evaluate(
+        method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted, settings.lag_cap_s
+    )
     if failure:
         result.verdict = f"{failure[:300]}; {result.verdict}"
         result.sustained = False
@@ -93,11 +94,13 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
     result.wall_s = time.time() - began
     result.progress = progress
     shutil.rmtree(work, ignore_errors=True)
-    settings.log(f"  {method.name:<20} u={shape.update_rate:>6}/s e={shape.event_rate:>8}/s "
-                 f"{'SUSTAINED' if result.sustained else 'not sustained':<13} "
-                 f"p50={_ms(result.p50_ms)} p99={_ms(result.p99_ms)} growth={_ms(result.latency_growth_ms)} "
-                 f"rate={_rate(result.processed_rate)} correct={result.correct} load={load:.1f} "
-                 f"({result.wall_s:.0f}s) {result.verdict}")
+    settings.log(
+        f"  {method.name:<20} u={shape.update_rate:>6}/s e={shape.event_rate:>8}/s "
+        f"{'SUSTAINED' if result.sustained else 'not sustained':<13} "
+        f"p50={_ms(result.p50_ms)} p99={_ms(result.p99_ms)} growth={_ms(result.latency_growth_ms)} "
+        f"rate={_rate(result.processed_rate)} correct={result.correct} load={load:.1f} "
+        f"({result.wall_s:.0f}s) {result.verdict}"
+    )
     return result
 
 
@@ -112,12 +115,20 @@ def _rate(v: float | None) -> str:
 def _nice(rate: float) -> int:
     """Two significant digits, a multiple of 4 (whole views per 0.25 s slot)."""
     digits = max(0, int(math.floor(math.log10(rate))) - 1)
-    r = round(rate / 10 ** digits) * 10 ** digits
+    r = round(rate / 10**digits) * 10**digits
     return max(4, int(round(r / 4)) * 4)
 
 
-def search(run, start: int, low: int, high: int, bisect_steps: int,
-           checked: bool = True, retries: int = 0, first: int | None = None) -> tuple[int | None, list[PointResult]]:
+def search(
+    run,
+    start: int,
+    low: int,
+    high: int,
+    bisect_steps: int,
+    checked: bool = True,
+    retries: int = 0,
+    first: int | None = None,
+) -> tuple[int | None, list[PointResult]]:
     """Highest sustained event rate: from `start`, double while sustained (or halve until sustained),
     then bisect (geometrically) between the best sustained and the lowest failed rate. `first` (the
     common rate) runs before everything: when it is not sustained the search halves down from it;

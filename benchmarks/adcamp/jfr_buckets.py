@@ -17,8 +17,7 @@ import sys
 from datetime import datetime
 
 BUCKETS = [
-    ("plugin fetch join (package fetch)",
-     ["io.sharedstate.spark.fetch."]),
+    ("plugin fetch join (package fetch)", ["io.sharedstate.spark.fetch."]),
     ("plugin update write / commit", ["io.sharedstate.spark.write."]),
     ("plugin engine (other)", ["io.sharedstate."]),
     ("state store (load/commit/checkpoint files)", ["org.apache.spark.sql.execution.streaming.state."]),
@@ -26,10 +25,21 @@ BUCKETS = [
     ("process fork (Hadoop local FS readlink on rename)", ["java.lang.ProcessImpl", "org.apache.hadoop.util.Shell"]),
     ("parquet read/write", ["org.apache.parquet.", "ParquetFileFormat", "VectorizedParquet"]),
     ("shuffle", ["org.apache.spark.shuffle.", "ShuffleExchange", "UnsafeShuffleWriter", "ShuffleBlockFetcher"]),
-    ("query planning / analysis / codegen", ["org.apache.spark.sql.catalyst.analysis.", "org.apache.spark.sql.catalyst.optimizer.",
-                                             "org.codehaus.janino", "QueryExecution", "SparkPlanner", "CodeGenerator"]),
-    ("task (de)serialization / scheduling", ["java.io.ObjectInputStream", "java.io.ObjectOutputStream",
-                                             "org.apache.spark.scheduler.", "JavaSerializer"]),
+    (
+        "query planning / analysis / codegen",
+        [
+            "org.apache.spark.sql.catalyst.analysis.",
+            "org.apache.spark.sql.catalyst.optimizer.",
+            "org.codehaus.janino",
+            "QueryExecution",
+            "SparkPlanner",
+            "CodeGenerator",
+        ],
+    ),
+    (
+        "task (de)serialization / scheduling",
+        ["java.io.ObjectInputStream", "java.io.ObjectOutputStream", "org.apache.spark.scheduler.", "JavaSerializer"],
+    ),
     ("streaming engine (offsets, file source listing, progress)", ["org.apache.spark.sql.execution.streaming."]),
     ("py4j / Python gateway", ["py4j."]),
     ("GC / JIT / other JVM", []),
@@ -38,8 +48,12 @@ BUCKETS = [
 
 def buckets(recording: str, since: float | None = None) -> dict[str, float]:
     """Percent of the samples per bucket, counting only samples taken at or after `since` (epoch seconds)."""
-    raw = subprocess.run(["jfr", "print", "--json", "--stack-depth", "200", "--events", "jdk.ExecutionSample",
-                          recording], capture_output=True, text=True, check=True).stdout
+    raw = subprocess.run(
+        ["jfr", "print", "--json", "--stack-depth", "200", "--events", "jdk.ExecutionSample", recording],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     events = json.loads(raw)["recording"]["events"]
     if since is not None:
         events = [e for e in events if _epoch_s(e["values"]["startTime"]) >= since]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, oracle
+from sharedstate.testing.adcamp import accepted_updates, expected_late, oracle
 from workload import Staged, as_workload
 
 NULL = -1  # campaign / campaign time of a view no update covers
@@ -43,8 +43,13 @@ def expected(staged: Staged) -> Expected:
         times = pd.to_datetime(joined["campaign_time"], utc=True)
         micros = np.where(times.isna(), NULL, times.astype("datetime64[us, UTC]").astype("int64"))
         assert (joined["event_id"].to_numpy() == np.arange(len(joined))).all()
-        np.savez(path.with_suffix(".tmp.npz"), campaign=campaign, campaign_time=micros,
-                 late=len(late), accepted=len(accepted))
+        np.savez(
+            path.with_suffix(".tmp.npz"),
+            campaign=campaign,
+            campaign_time=micros,
+            late=len(late),
+            accepted=len(accepted),
+        )
         path.with_suffix(".tmp.npz").replace(path)
     data = np.load(path)
     return Expected(data["campaign"], data["campaign_time"], int(data["late"]), int(data["accepted"]))
@@ -98,19 +103,30 @@ def read_sink(table: Path) -> SinkRows:
             if t.num_rows == 0:
                 continue
             df = t.to_pandas()
-            parts.append(pd.DataFrame({
-                "event_id": df["event_id"].to_numpy(np.int64),
-                "campaign": df["campaign"].fillna(NULL).astype(np.int64).to_numpy(),
-                "campaign_time": np.where(df["campaign_time"].isna(), NULL,
-                                          pd.to_datetime(df["campaign_time"], utc=True)
-                                          .astype("datetime64[us, UTC]").astype("int64")),
-                "visible": visible}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "event_id": df["event_id"].to_numpy(np.int64),
+                        "campaign": df["campaign"].fillna(NULL).astype(np.int64).to_numpy(),
+                        "campaign_time": np.where(
+                            df["campaign_time"].isna(),
+                            NULL,
+                            pd.to_datetime(df["campaign_time"], utc=True).astype("datetime64[us, UTC]").astype("int64"),
+                        ),
+                        "visible": visible,
+                    }
+                )
+            )
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return SinkRows(empty, empty, empty, np.zeros(0))
     df = pd.concat(parts, ignore_index=True)
-    return SinkRows(df["event_id"].to_numpy(), df["campaign"].to_numpy(), df["campaign_time"].to_numpy(),
-                    df["visible"].to_numpy(np.float64))
+    return SinkRows(
+        df["event_id"].to_numpy(),
+        df["campaign"].to_numpy(),
+        df["campaign_time"].to_numpy(),
+        df["visible"].to_numpy(np.float64),
+    )
 
 
 def processed_rate(fed: np.ndarray, visible: np.ndarray, offered: float) -> float | None:
@@ -159,8 +175,16 @@ class PointResult:
         return asdict(self)
 
 
-def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at: list[float],
-             feed_start: float, aborted: bool, lag_cap_s: float) -> PointResult:
+def evaluate(
+    method: str,
+    staged: Staged,
+    exp: Expected,
+    sink: Path,
+    visible_at: list[float],
+    feed_start: float,
+    aborted: bool,
+    lag_cap_s: float,
+) -> PointResult:
     shape = staged.shape
     rows = read_sink(sink)
     n = staged.measured_events
@@ -173,8 +197,11 @@ def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at:
     duplicates = int(len(ids) - len(unique))
     missing = int(n - len(unique))
     take = first
-    wrong = int(np.count_nonzero((rows.campaign[take] != exp.campaign[unique]) |
-                                 (rows.campaign_time[take] != exp.campaign_time[unique])))
+    wrong = int(
+        np.count_nonzero(
+            (rows.campaign[take] != exp.campaign[unique]) | (rows.campaign_time[take] != exp.campaign_time[unique])
+        )
+    )
     wrong += extra  # rows for ids that were never fed
     # Missing rows are wrong only when the run was given its full time (an aborted point is just slow).
     correct = duplicates == 0 and wrong == 0 and (missing == 0 or aborted)
@@ -213,5 +240,23 @@ def evaluate(method: str, staged: Staged, exp: Expected, sink: Path, visible_at:
     sustained = not reasons
     if not correct:
         reasons.append(f"WRONG: {missing} missing, {duplicates} duplicate, {wrong} wrong rows")
-    return PointResult(method, shape.update_rate, shape.event_rate, n, int(len(ids)), missing, duplicates, wrong,
-                       correct, p50, p99, mx, p99_all, growth, rate, sustained, "; ".join(reasons) or "ok", aborted)
+    return PointResult(
+        method,
+        shape.update_rate,
+        shape.event_rate,
+        n,
+        int(len(ids)),
+        missing,
+        duplicates,
+        wrong,
+        correct,
+        p50,
+        p99,
+        mx,
+        p99_all,
+        growth,
+        rate,
+        sustained,
+        "; ".join(reasons) or "ok",
+        aborted,
+    )

@@ -36,23 +36,42 @@ def child(n: int, keys: int, reps: int, events_dir: str) -> dict:
         rng = np.random.default_rng(1)
         per = 1_000_000
         for i in range(max(1, n // per)):
-            views = pd.DataFrame({"event_id": np.arange(i * per, (i + 1) * per, dtype=np.int64),
-                                  "ad_id": rng.integers(0, keys, size=per, dtype=np.int64),
-                                  "ts": pd.to_datetime(rng.integers(10**12, 2 * 10**12, size=per), unit="us", utc=True),
-                                  "clicked": rng.integers(0, 2, size=per).astype(bool)})
-            pq.write_table(pa.Table.from_pandas(views, preserve_index=False), f"{events_dir}/part-{i}.parquet",
-                           coerce_timestamps="us", allow_truncated_timestamps=True)
+            views = pd.DataFrame(
+                {
+                    "event_id": np.arange(i * per, (i + 1) * per, dtype=np.int64),
+                    "ad_id": rng.integers(0, keys, size=per, dtype=np.int64),
+                    "ts": pd.to_datetime(rng.integers(10**12, 2 * 10**12, size=per), unit="us", utc=True),
+                    "clicked": rng.integers(0, 2, size=per).astype(bool),
+                }
+            )
+            pq.write_table(
+                pa.Table.from_pandas(views, preserve_index=False),
+                f"{events_dir}/part-{i}.parquet",
+                coerce_timestamps="us",
+                allow_truncated_timestamps=True,
+            )
     spark = ss.session("operator-ab", master="local[2]", **{"spark.driver.memory": "6g"})
     spark.sparkContext.setLogLevel("ERROR")
     name = f"ab_{os.getpid()}"
     state = ss.State.create(spark, name, key="ad_id BIGINT", value="campaign INT")
     rng = np.random.default_rng(2)
     u = keys * 10
-    updates = pd.DataFrame({"ad_id": rng.integers(0, keys, size=u, dtype=np.int64),
-                            "ts": pd.to_datetime(rng.choice(2 * 10**12, size=u, replace=False), unit="us", utc=True),
-                            "campaign": rng.integers(0, 1000, size=u).astype(np.int32)})
-    (spark.createDataFrame(updates).write.format("sharedstate").option("state", name).option("key", "ad_id")
-     .option("time", "ts").mode("append").save())
+    updates = pd.DataFrame(
+        {
+            "ad_id": rng.integers(0, keys, size=u, dtype=np.int64),
+            "ts": pd.to_datetime(rng.choice(2 * 10**12, size=u, replace=False), unit="us", utc=True),
+            "campaign": rng.integers(0, 1000, size=u).astype(np.int32),
+        }
+    )
+    (
+        spark.createDataFrame(updates)
+        .write.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .mode("append")
+        .save()
+    )
     views = spark.read.parquet(events_dir)
     reads, joins = [], []
     for _ in range(reps + 1):  # the first is a warm-up
@@ -82,10 +101,27 @@ def main() -> int:
         return 0
     results = {}
     for label, jar in (j.split("=", 1) for j in args.jar):
-        run = subprocess.run([sys.executable, __file__, "--child", "--jar", args.jar[0], "--out", str(args.out),
-                              "--rows", str(args.rows), "--keys", str(args.keys), "--reps", str(args.reps)],
-                             env={**os.environ, "SHAREDSTATE_JAR": str(Path(jar).resolve())},
-                             capture_output=True, text=True, check=True)
+        run = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "--jar",
+                args.jar[0],
+                "--out",
+                str(args.out),
+                "--rows",
+                str(args.rows),
+                "--keys",
+                str(args.keys),
+                "--reps",
+                str(args.reps),
+            ],
+            env={**os.environ, "SHAREDSTATE_JAR": str(Path(jar).resolve())},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(next(line for line in run.stdout.splitlines() if line.startswith("RESULT "))[7:])
         r["best_read_s"], r["best_join_s"] = min(r["read_s"]), min(r["join_s"])
         # per repetition, join minus the read beside it; the median is what the table and plot show
@@ -97,19 +133,32 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/adcamp/operator_ab.py"] + sys.argv[1:])
     (args.out / "results.json").write_text(json.dumps({"command": command, "results": results}, indent=1))
-    lines = ["| jar | best read (s) | best join (s) | join - read, median (best) (s) | operator ns per row per core (median) |",
-             "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {k} | {r['best_read_s']:.2f} | {r['best_join_s']:.2f} | {r['operator_s']:.2f} ({r['operator_best_s']:.2f}) | "
-              f"{r['operator_ns_per_row_core']:.0f} |" for k, r in results.items()]
+    lines = [
+        "| jar | best read (s) | best join (s) | join - read, median (best) (s) "
+        "| operator ns per row per core (median) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {k} | {r['best_read_s']:.2f} | {r['best_join_s']:.2f} "
+        f"| {r['operator_s']:.2f} ({r['operator_best_s']:.2f}) | "
+        f"{r['operator_ns_per_row_core']:.0f} |"
+        for k, r in results.items()
+    ]
     (args.out / "table.md").write_text(f"`{command}`\n\n" + "\n".join(lines) + "\n")
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = list(results)
     ax.bar(labels, [results[k]["best_read_s"] for k in labels], label="read views (no join), best")
-    ax.bar(labels, [results[k]["operator_s"] for k in labels], bottom=[results[k]["best_read_s"] for k in labels],
-           label="fetch join operator, median")
+    ax.bar(
+        labels,
+        [results[k]["operator_s"] for k in labels],
+        bottom=[results[k]["best_read_s"] for k in labels],
+        label="fetch join operator, median",
+    )
     ax.set_ylabel(f"seconds for {args.rows:,} views ({args.reps} runs)")
     ax.set_title("Batch fetch join to noop, local[2]")
     ax.legend()

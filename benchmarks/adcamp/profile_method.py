@@ -23,16 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import sharedstate as ss
+from harness import Settings, run_point
+from jfr_buckets import buckets
+from redis_server import RedisServer
+from run import METHODS, session_conf
+from sharedstate._jars import conf_file
+from workload import Shape
 
-import sharedstate as ss  # noqa: E402
-from sharedstate._jars import conf_file  # noqa: E402
-from harness import Settings, run_point  # noqa: E402
-from jfr_buckets import buckets  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from run import METHODS, session_conf  # noqa: E402
-from workload import Shape  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
@@ -49,15 +48,24 @@ def main() -> int:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(HERE), os.environ.get("PYTHONPATH")) if x)
     # DebugNonSafepoints: samples land on the method that ran, not the nearest safepoint
-    java_opts = (f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
-                 "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "
-                 f"-XX:StartFlightRecording=name=adcamp,settings={HERE / 'cpu-samples.jfc'},maxage=30m")
-    spark = ss.session("adcamp-profile", master="local[4]", **session_conf(),
-                       **{"spark.driver.extraJavaOptions": java_opts})
+    java_opts = (
+        f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')} "
+        "-XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints "
+        f"-XX:StartFlightRecording=name=adcamp,settings={HERE / 'cpu-samples.jfc'},maxage=30m"
+    )
+    spark = ss.session(
+        "adcamp-profile", master="local[4]", **session_conf(), **{"spark.driver.extraJavaOptions": java_opts}
+    )
     spark.sparkContext.setLogLevel("ERROR")
     redis_server = RedisServer(str(scratch)) if args.method == "redis" else None
-    settings = Settings(cache=args.cache, scratch=scratch, trigger="250 milliseconds", lag_cap_s=20, startup_cap_s=60,
-                        redis_port=redis_server.port if redis_server else None)
+    settings = Settings(
+        cache=args.cache,
+        scratch=scratch,
+        trigger="250 milliseconds",
+        lag_cap_s=20,
+        startup_cap_s=60,
+        redis_port=redis_server.port if redis_server else None,
+    )
     shape = Shape(update_rate=args.update_rate, event_rate=args.event_rate, seconds=args.seconds, tail_s=6)
     run_point(spark, METHODS[args.method], shape, settings)  # warm-up
     pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
@@ -68,10 +76,18 @@ def main() -> int:
     began = time.time()
     result = run_point(spark, METHODS[args.method], shape, settings)
     jcmd("JFR.dump", "name=adcamp", f"filename={recording}")
-    profile = {"method": result.method, "update_rate": args.update_rate, "event_rate": args.event_rate,
-               "recorded_s": round(time.time() - began, 1), "load_avg_1m": os.getloadavg()[0],
-               "sustained": result.sustained, "p50_ms": result.p50_ms, "p99_ms": result.p99_ms,
-               "cpu_samples_percent": buckets(str(recording), since=began), "batch_phases": result.progress}
+    profile = {
+        "method": result.method,
+        "update_rate": args.update_rate,
+        "event_rate": args.event_rate,
+        "recorded_s": round(time.time() - began, 1),
+        "load_avg_1m": os.getloadavg()[0],
+        "sustained": result.sustained,
+        "p50_ms": result.p50_ms,
+        "p99_ms": result.p99_ms,
+        "cpu_samples_percent": buckets(str(recording), since=began),
+        "batch_phases": result.progress,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"profile-{args.method}-u{args.update_rate}-e{args.event_rate}.json"
     path.write_text(json.dumps(profile, indent=1))

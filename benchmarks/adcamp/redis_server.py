@@ -15,15 +15,35 @@ class RedisServer:
     def __init__(self, workdir: str):
         binary = shutil.which("redis-server")
         if binary is None:
-            raise RuntimeError("redis-server not found: install Debian's redis-server "
-                               "(`make bench-adcamp` does, when run as root)")
+            raise RuntimeError(
+                "redis-server not found: install Debian's redis-server (`make bench-adcamp` does, when run as root)"
+            )
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.process = subprocess.Popen(
-            [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--protected-mode", "yes", "--dir", workdir, "--daemonize", "no", "--loglevel", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            [
+                binary,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--dir",
+                workdir,
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -31,7 +51,7 @@ class RedisServer:
                 break
             except redis.ConnectionError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start: {self.process.stderr.read().decode()}")
+                    raise RuntimeError(f"redis-server did not start: {self.process.stderr.read().decode()}") from None
                 time.sleep(0.1)
         self.version = redis.Redis(host="127.0.0.1", port=self.port).info("server")["redis_version"]
         atexit.register(self.stop)  # also when the benchmark is interrupted

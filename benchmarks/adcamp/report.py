@@ -48,13 +48,25 @@ def targets(summary: list[dict], points: list[dict]) -> list[dict]:
         p99_ratio = None
         if low and mine["common_p99_ms"] is not None and mine["common_sustained"]:
             p99_ratio = mine["common_p99_ms"] / low["common_p99_ms"]
-        out.append({"update_rate": rate, "plugin_correct": mine["correct"],
-                    "best_peer": best["method"] if best and best["max_sustained_rate"] else "none sustained",
-                    "speedup": speedup, "speedup_is_lower_bound": bound,
-                    "speedup_met": (bool(mine["correct"] and speedup >= TARGET_SPEEDUP) if speedup is not None
-                                    and (not bound or speedup >= TARGET_SPEEDUP) else None),
-                    "lowest_p99_peer": low["method"] if low else None, "p99_ratio": p99_ratio,
-                    "p99_met": bool(mine["correct"] and p99_ratio is not None and p99_ratio <= TARGET_P99_RATIO) if low else None})
+        out.append(
+            {
+                "update_rate": rate,
+                "plugin_correct": mine["correct"],
+                "best_peer": best["method"] if best and best["max_sustained_rate"] else "none sustained",
+                "speedup": speedup,
+                "speedup_is_lower_bound": bound,
+                "speedup_met": (
+                    bool(mine["correct"] and speedup >= TARGET_SPEEDUP)
+                    if speedup is not None and (not bound or speedup >= TARGET_SPEEDUP)
+                    else None
+                ),
+                "lowest_p99_peer": low["method"] if low else None,
+                "p99_ratio": p99_ratio,
+                "p99_met": bool(mine["correct"] and p99_ratio is not None and p99_ratio <= TARGET_P99_RATIO)
+                if low
+                else None,
+            }
+        )
     return out
 
 
@@ -62,43 +74,63 @@ def write_report(out: Path) -> None:
     data = json.loads((out / "results.json").read_text())
     meta, summary = data["meta"], data["summary"]
     common = summary[0]["common_rate"] if summary else None
-    lines = [f"# AdCamp: sharedstate fetch join vs what a Spark user would otherwise do", "",
-             f"`{meta['command']}`", "",
-             f"Machine: {meta['cpus']} cores; before: `{meta['uptime_before']}`; after: `{meta.get('uptime_after', '?')}`. "
-             f"Spark {meta['spark']['version']} {meta['spark']['master']}, shuffle partitions "
-             f"{meta['spark']['spark.sql.shuffle.partitions']}, trigger {meta['spark']['trigger']}; "
-             f"redis-server {meta.get('redis_server')}; commit {meta['git_commit'][:10]}.", "",
-             f"Max sustained view rate (views/s; search over event rates) and latency (ms, input file visible -> "
-             f"row committed in the Delta sink) at the common rate of {common:,} views/s. "
-             f"'correct' = every point's output matched the offline as-of oracle.", "",
-             "| updates/s | method | max sustained views/s | p50 ms | p99 ms | sustained at common rate | correct |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# AdCamp: sharedstate fetch join vs what a Spark user would otherwise do",
+        "",
+        f"`{meta['command']}`",
+        "",
+        f"Machine: {meta['cpus']} cores; before: `{meta['uptime_before']}`; after: `{meta.get('uptime_after', '?')}`. "
+        f"Spark {meta['spark']['version']} {meta['spark']['master']}, shuffle partitions "
+        f"{meta['spark']['spark.sql.shuffle.partitions']}, trigger {meta['spark']['trigger']}; "
+        f"redis-server {meta.get('redis_server')}; commit {meta['git_commit'][:10]}.",
+        "",
+        f"Max sustained view rate (views/s; search over event rates) and latency (ms, input file visible -> "
+        f"row committed in the Delta sink) at the common rate of {common:,} views/s. "
+        f"'correct' = every point's output matched the offline as-of oracle.",
+        "",
+        "| updates/s | method | max sustained views/s | p50 ms | p99 ms | sustained at common rate | correct |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for s in summary:
-        lines.append(f"| {s['update_rate']:,} | {s['method']} | {_fmt_rate(s['max_sustained_rate'])} | "
-                     f"{_fmt_ms(s['common_p50_ms'])} | {_fmt_ms(s['common_p99_ms'])} | "
-                     f"{'yes' if s['common_sustained'] else 'no'} | "
-                     f"{_fmt_correct(s)} |")
-    lines += ["", "Targets (plugin vs the best correct peer): throughput >= 5x, p99 <= 1/3 (of the lowest peer p99 "
-              "among correct peers sustained at the common rate).", "",
-              "| updates/s | best peer | throughput ratio | met | lowest-p99 peer | p99 ratio | met |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {s['update_rate']:,} | {s['method']} | {_fmt_rate(s['max_sustained_rate'])} | "
+            f"{_fmt_ms(s['common_p50_ms'])} | {_fmt_ms(s['common_p99_ms'])} | "
+            f"{'yes' if s['common_sustained'] else 'no'} | "
+            f"{_fmt_correct(s)} |"
+        )
+    lines += [
+        "",
+        "Targets (plugin vs the best correct peer): throughput >= 5x, p99 <= 1/3 (of the lowest peer p99 "
+        "among correct peers sustained at the common rate).",
+        "",
+        "| updates/s | best peer | throughput ratio | met | lowest-p99 peer | p99 ratio | met |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for t in targets(summary, data["points"]):
         speedup = "-" if t["speedup"] is None else f"{'> ' if t['speedup_is_lower_bound'] else ''}{t['speedup']:.2f}x"
         p99_ratio = "-" if t["p99_ratio"] is None else f"{t['p99_ratio']:.2f}"
-        lines.append(f"| {t['update_rate']:,} | {t['best_peer']} | {speedup} | {_yn(t['speedup_met'])} | "
-                     f"{t['lowest_p99_peer'] or 'none sustained'} | {p99_ratio} | {_yn(t['p99_met'])} |")
-    lines += ["", f"Batch anatomy at the common rate (Spark's query progress: batches that had input or state, "
-              "mean ms per phase):", "",
-              "| updates/s | method | query | batches | triggerExecution | addBatch | other phases |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"| {t['update_rate']:,} | {t['best_peer']} | {speedup} | {_yn(t['speedup_met'])} | "
+            f"{t['lowest_p99_peer'] or 'none sustained'} | {p99_ratio} | {_yn(t['p99_met'])} |"
+        )
+    lines += [
+        "",
+        "Batch anatomy at the common rate (Spark's query progress: batches that had input or state, "
+        "mean ms per phase):",
+        "",
+        "| updates/s | method | query | batches | triggerExecution | addBatch | other phases |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for p in data["points"]:
         if p["event_rate"] != common or not p.get("progress") or p.get("discarded"):
             continue
         for query, prog in p["progress"].items():
             mean = prog["mean_ms"]
             other = sum(v for k, v in mean.items() if k not in ("triggerExecution", "addBatch"))
-            lines.append(f"| {p['update_rate']:,} | {p['method']} | {query.rsplit('-', 1)[0]} | {prog['batches']} | "
-                         f"{mean.get('triggerExecution', 0):,.0f} | {mean.get('addBatch', 0):,.0f} | {other:,.0f} |")
+            lines.append(
+                f"| {p['update_rate']:,} | {p['method']} | {query.rsplit('-', 1)[0]} | {prog['batches']} | "
+                f"{mean.get('triggerExecution', 0):,.0f} | {mean.get('addBatch', 0):,.0f} | {other:,.0f} |"
+            )
     (out / "table.md").write_text("\n".join(lines) + "\n")
     _plot(out, summary, data["points"])
 
@@ -109,6 +141,7 @@ def _yn(v) -> str:
 
 def _plot(out: Path, summary: list[dict], points: list[dict]) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -118,17 +151,25 @@ def _plot(out: Path, summary: list[dict], points: list[dict]) -> None:
     width = 0.8 / max(1, len(methods))
     for i, m in enumerate(methods):
         xs = [j + i * width for j in range(len(rates))]
-        best = [next((s["max_sustained_rate"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
-                for r in rates]
-        p99 = [next((s["common_p99_ms"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
-               for r in rates]
-        p50 = [next((s["common_p50_ms"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
-               for r in rates]
+        best = [
+            next((s["max_sustained_rate"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
+            for r in rates
+        ]
+        p99 = [
+            next((s["common_p99_ms"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
+            for r in rates
+        ]
+        p50 = [
+            next((s["common_p50_ms"] or 0 for s in summary if s["method"] == m and s["update_rate"] == r), 0)
+            for r in rates
+        ]
         ax1.bar(xs, best, width, label=m)
         ax2.bar(xs, p99, width, label=f"{m} p99")
         ax2.scatter(xs, p50, marker="_", s=200, color="black", zorder=3)
-    for ax, title, ylabel in ((ax1, "max sustained view rate", "views/s (log)"),
-                              (ax2, f"latency at {summary[0]['common_rate']:,} views/s (bar p99, dash p50)", "ms (log)")):
+    for ax, title, ylabel in (
+        (ax1, "max sustained view rate", "views/s (log)"),
+        (ax2, f"latency at {summary[0]['common_rate']:,} views/s (bar p99, dash p50)", "ms (log)"),
+    ):
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rates))], [f"{r:,} upd/s" for r in rates])
         if any(bar.get_height() > 0 for bar in ax.patches):
             ax.set_yscale("log")

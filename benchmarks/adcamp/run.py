@@ -24,22 +24,27 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import sharedstate as ss
+from harness import Settings, run_point, search
+from methods.ceiling import CopyCeiling
+from methods.delta_static import DeltaStaticJoin
+from methods.plugin import DurablePluginFetchJoin, PluginFetchJoin
+from methods.redis_lookup import RedisLookup
+from methods.stream_stream import StreamStreamJoin
+from redis_server import RedisServer
+from report import write_report
+from workload import Shape
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import sharedstate as ss  # noqa: E402
-from harness import Settings, run_point, search  # noqa: E402
-from methods.ceiling import CopyCeiling  # noqa: E402
-from methods.delta_static import DeltaStaticJoin  # noqa: E402
-from methods.plugin import DurablePluginFetchJoin, PluginFetchJoin  # noqa: E402
-from methods.redis_lookup import RedisLookup  # noqa: E402
-from methods.stream_stream import StreamStreamJoin  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
-from report import write_report  # noqa: E402
-from workload import Shape  # noqa: E402
-
-METHODS = {"sharedstate": PluginFetchJoin, "stream-stream": StreamStreamJoin, "delta": DeltaStaticJoin,
-           "redis": RedisLookup, "ceiling": CopyCeiling, "sharedstate-durable": DurablePluginFetchJoin}
+METHODS = {
+    "sharedstate": PluginFetchJoin,
+    "stream-stream": StreamStreamJoin,
+    "delta": DeltaStaticJoin,
+    "redis": RedisLookup,
+    "ceiling": CopyCeiling,
+    "sharedstate-durable": DurablePluginFetchJoin,
+}
 # Run by default: the plugin and the three peers. `--methods ...,ceiling` adds the harness ceiling,
 # `sharedstate-durable` the plugin on a durable State (durability on vs off).
 DEFAULT_METHODS = "sharedstate,stream-stream,delta,redis"
@@ -47,16 +52,19 @@ DEFAULT_METHODS = "sharedstate,stream-stream,delta,redis"
 
 def session_conf(shuffle_partitions: int = 2, driver_memory: str = "6g") -> dict[str, str]:
     """The Spark settings every benchmark session (run, profile) shares."""
-    return {"spark.sql.shuffle.partitions": str(shuffle_partitions), "spark.driver.memory": driver_memory,
-            "spark.sql.streaming.numRecentProgressUpdates": "2000",
-            # Delta replays its log with 50 tasks by default: far too many for 2 cores (every method's
-            # sink commits every batch, and peer (b) reads its update table every batch).
-            "spark.databricks.delta.snapshotPartitions": "2",
-            # Delta's protocol types timestamps as microseconds and Delta Kernel writes them as INT64
-            # (delta-io/delta#3084); Spark's legacy INT96 default wraps every written timestamp in a
-            # ByteBuffer for Parquet statistics, ~7% of a sink-bound method's CPU. Every method's
-            # writes (the shared sink, peer (b)'s update table) use this.
-            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+    return {
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.driver.memory": driver_memory,
+        "spark.sql.streaming.numRecentProgressUpdates": "2000",
+        # Delta replays its log with 50 tasks by default: far too many for 2 cores (every method's
+        # sink commits every batch, and peer (b) reads its update table every batch).
+        "spark.databricks.delta.snapshotPartitions": "2",
+        # Delta's protocol types timestamps as microseconds and Delta Kernel writes them as INT64
+        # (delta-io/delta#3084); Spark's legacy INT96 default wraps every written timestamp in a
+        # ByteBuffer for Parquet statistics, ~7% of a sink-bound method's CPU. Every method's
+        # writes (the shared sink, peer (b)'s update table) use this.
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
 
 
 def spark_conf(args: argparse.Namespace) -> dict[str, str]:
@@ -74,20 +82,35 @@ def _key_value(text: str) -> tuple[str, str]:
 def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="results directory (JSON, table, plot, command)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: update rate 1K/s, one short point per method at the common rate, no search")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: update rate 1K/s, one short point per method at the common rate, no search",
+    )
     p.add_argument("--update-rates", default="1000,10000,100000")
     p.add_argument("--methods", default=DEFAULT_METHODS)
-    p.add_argument("--common-rate", type=int, default=1000,
-                   help="event rate (views/s) of the latency comparison; every method runs it first")
-    p.add_argument("--search-start", type=int, default=64000,
-                   help="the search for the max sustained rate starts here (from the common rate when that "
-                        "was not sustained): fewer points than doubling up from the common rate")
+    p.add_argument(
+        "--common-rate",
+        type=int,
+        default=1000,
+        help="event rate (views/s) of the latency comparison; every method runs it first",
+    )
+    p.add_argument(
+        "--search-start",
+        type=int,
+        default=64000,
+        help="the search for the max sustained rate starts here (from the common rate when that "
+        "was not sustained): fewer points than doubling up from the common rate",
+    )
     p.add_argument("--min-rate", type=int, default=250)
     p.add_argument("--max-rate", type=int, default=2_048_000)
     p.add_argument("--bisect", type=int, default=1, help="bisection steps after doubling")
-    p.add_argument("--retries", type=int, default=1,
-                   help="runs again a point that came out right but not sustained, up to this many times")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        help="runs again a point that came out right but not sustained, up to this many times",
+    )
     # 30 s: a method whose micro-batches take 3 s (Delta stream-static, Redis) needs several of them in
     # the steady part (the last three quarters) for its processed rate to mean anything; with 12 s
     # Delta stream-static came out 'not sustained' at 8K views/s and sustained 256K with 36 s.
@@ -98,9 +121,15 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trigger-ms", type=int, default=250)
     p.add_argument("--master", default="local[4]")
     p.add_argument("--shuffle-partitions", type=int, default=2)
-    p.add_argument("--conf", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting on top of the common ones (repeatable), e.g. "
-                        "spark.sql.parquet.outputTimestampType=INT96 for Spark's legacy default")
+    p.add_argument(
+        "--conf",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting on top of the common ones (repeatable), e.g. "
+        "spark.sql.parquet.outputTimestampType=INT96 for Spark's legacy default",
+    )
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "adcamp-bench-cache")
     p.add_argument("--no-warmup", action="store_true")
@@ -138,9 +167,15 @@ def main(argv: list[str]) -> int:
         log_file.write(msg + "\n")
         log_file.flush()
 
-    meta = {"command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "uptime_before": _uptime(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "git_commit": _git_commit(), "quick": args.quick}
+    meta = {
+        "command": command,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "uptime_before": _uptime(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "git_commit": _git_commit(),
+        "quick": args.quick,
+    }
     log(f"AdCamp benchmark; machine: {meta['uptime_before']}")
     scratch = Path(tempfile.mkdtemp(prefix="adcamp-bench-"))
     # Python workers (mapInPandas in the Redis peer) run this interpreter and import these modules.
@@ -152,39 +187,73 @@ def main(argv: list[str]) -> int:
     meta["spark"] = {"version": spark.version, "master": args.master, **conf, "trigger": f"{args.trigger_ms} ms"}
     redis_server = RedisServer(str(scratch)) if "redis" in args.methods.split(",") else None
     meta["redis_server"] = redis_server.version if redis_server else None
-    settings = Settings(cache=args.cache, scratch=scratch, trigger=f"{args.trigger_ms} milliseconds",
-                        lag_cap_s=args.lag_cap, startup_cap_s=args.startup_cap, redis_port=redis_server.port if redis_server else None, log=log)
+    settings = Settings(
+        cache=args.cache,
+        scratch=scratch,
+        trigger=f"{args.trigger_ms} milliseconds",
+        lag_cap_s=args.lag_cap,
+        startup_cap_s=args.startup_cap,
+        redis_port=redis_server.port if redis_server else None,
+        log=log,
+    )
     methods = [METHODS[m] for m in args.methods.split(",")]
     shape0 = Shape(update_rate=0, event_rate=0, seconds=args.seconds, tail_s=args.tail)
-    meta["workload"] = {"seconds": shape0.seconds, "tail_s": shape0.tail_s, "slot_s": shape0.slot_s,
-                        "lateness_s": shape0.lateness_s, "event_jitter_s": shape0.event_jitter_s,
-                        "round_s": shape0.round_s, "keys": "update_rate * round_s",
-                        "range_s (peers a, b)": shape0.range_s, "common_rate": args.common_rate}
+    meta["workload"] = {
+        "seconds": shape0.seconds,
+        "tail_s": shape0.tail_s,
+        "slot_s": shape0.slot_s,
+        "lateness_s": shape0.lateness_s,
+        "event_jitter_s": shape0.event_jitter_s,
+        "round_s": shape0.round_s,
+        "keys": "update_rate * round_s",
+        "range_s (peers a, b)": shape0.range_s,
+        "common_rate": args.common_rate,
+    }
     points, summary = [], []
     try:
         if not args.no_warmup:
             log("warm-up (discarded): every method once at 1K updates/s")
             for cls in methods:
-                run_point(spark, cls, replace(shape0, update_rate=1000, event_rate=args.common_rate, seconds=6), settings)
+                run_point(
+                    spark, cls, replace(shape0, update_rate=1000, event_rate=args.common_rate, seconds=6), settings
+                )
         for update_rate in (int(r) for r in args.update_rates.split(",")):
             log(f"update rate {update_rate:,}/s")
             for cls in methods:
+
                 def at(rate: int, cls=cls, update_rate=update_rate):
                     return run_point(spark, cls, replace(shape0, update_rate=update_rate, event_rate=rate), settings)
+
                 if args.quick:
                     best, tried = None, [at(args.common_rate)]
                     best = args.common_rate if tried[0].sustained and (tried[0].correct or not cls.answers) else None
                 else:
                     # the common rate first (its latency is compared), then from --search-start
-                    best, tried = search(at, max(args.search_start, args.common_rate), args.min_rate, args.max_rate,
-                                         args.bisect, cls.answers, args.retries, first=args.common_rate)
+                    best, tried = search(
+                        at,
+                        max(args.search_start, args.common_rate),
+                        args.min_rate,
+                        args.max_rate,
+                        args.bisect,
+                        cls.answers,
+                        args.retries,
+                        first=args.common_rate,
+                    )
                 points.extend(tried)
                 common = next(p for p in tried if p.event_rate == args.common_rate and not p.discarded)
-                summary.append({"method": cls.name, "update_rate": update_rate, "max_sustained_rate": best,
-                                "correct": all(p.correct for p in tried) if cls.answers else None,
-                                "wrong_rows": sum(p.wrong + p.duplicates for p in tried),
-                                "common_rate": args.common_rate, "common_sustained": common.sustained,
-                                "common_p50_ms": common.p50_ms, "common_p99_ms": common.p99_ms})
+                summary.append(
+                    {
+                        "method": cls.name,
+                        "update_rate": update_rate,
+                        "max_sustained_rate": best,
+                        "correct": all(p.correct for p in tried) if cls.answers else None,
+                        "wrong_rows": sum(p.wrong + p.duplicates for p in tried),
+                        "common_rate": args.common_rate,
+                        "common_sustained": common.sustained,
+                        "common_p50_ms": common.p50_ms,
+                        "common_p99_ms": common.p99_ms,
+                    }
+                )
                 _save(args.out, meta, points, summary)
     finally:
         for q in spark.streams.active:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sharedstate.demos.adcamp_data import SECOND, Workload
+from sharedstate.testing.adcamp import SECOND, Workload
 
 BASE_US = 1_767_225_600 * SECOND  # 2026-01-01 00:00:00 UTC
 GENERATOR = "g2"  # in every staged directory's name: a change to the generator must not reuse old files
@@ -40,6 +40,7 @@ UNCOVERED_FRACTION = 0.02
 @dataclass(frozen=True)
 class Shape:
     """Everything that fixes one point's data (and so its directory in the cache)."""
+
     update_rate: int
     event_rate: int
     seconds: float  # measured span of views
@@ -69,13 +70,16 @@ class Shape:
 
     @property
     def tag(self) -> str:
-        return (f"u{self.update_rate}_e{self.event_rate}_s{self.seconds:g}_t{self.tail_s:g}_d{self.slot_s:g}"
-                f"_l{self.lateness_s:g}_j{self.event_jitter_s:g}_r{self.round_s:g}_seed{self.seed}_{GENERATOR}")
+        return (
+            f"u{self.update_rate}_e{self.event_rate}_s{self.seconds:g}_t{self.tail_s:g}_d{self.slot_s:g}"
+            f"_l{self.lateness_s:g}_j{self.event_jitter_s:g}_r{self.round_s:g}_seed{self.seed}_{GENERATOR}"
+        )
 
 
 @dataclass
 class Staged:
     """A point's files on disk and what the oracle needs about them."""
+
     shape: Shape
     directory: Path
     update_files: list[Path]  # one per slot
@@ -96,8 +100,12 @@ def _updates(shape: Shape) -> dict[str, np.ndarray]:
     ad = np.concatenate([rng.permutation(keys) for _ in range(rounds)])[:total].astype(np.int64)
     arrival = (np.arange(total, dtype=np.int64) * SECOND) // shape.update_rate
     delay = rng.integers(0, int(shape.lateness_s * SECOND), size=total)
-    return {"ad_id": ad, "ts": _without_ties(ad, BASE_US + arrival - delay),
-            "campaign": rng.integers(0, CAMPAIGNS, size=total).astype(np.int32), "arrival": arrival}
+    return {
+        "ad_id": ad,
+        "ts": _without_ties(ad, BASE_US + arrival - delay),
+        "campaign": rng.integers(0, CAMPAIGNS, size=total).astype(np.int32),
+        "arrival": arrival,
+    }
 
 
 def _without_ties(ad: np.ndarray, ts: np.ndarray) -> np.ndarray:
@@ -118,8 +126,13 @@ def _events(shape: Shape) -> dict[str, np.ndarray]:
     arrival = (np.arange(total, dtype=np.int64) * SECOND) // shape.event_rate
     jitter = rng.integers(0, int(shape.event_jitter_s * SECOND), size=total)
     ad_space = int(shape.keys * (1 + UNCOVERED_FRACTION)) + 1
-    return {"event_id": np.arange(total, dtype=np.int64), "ad_id": rng.integers(0, ad_space, size=total),
-            "ts": BASE_US + arrival - jitter, "clicked": rng.random(total) < 0.08, "arrival": arrival}
+    return {
+        "event_id": np.arange(total, dtype=np.int64),
+        "ad_id": rng.integers(0, ad_space, size=total),
+        "ts": BASE_US + arrival - jitter,
+        "clicked": rng.random(total) < 0.08,
+        "arrival": arrival,
+    }
 
 
 def _table(columns: dict[str, np.ndarray], names: list[str], rows: slice) -> pa.Table:
@@ -131,7 +144,7 @@ def _table(columns: dict[str, np.ndarray], names: list[str], rows: slice) -> pa.
 
 
 def _slot_bounds(arrival: np.ndarray, shape: Shape) -> np.ndarray:
-    edges = (np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND))
+    edges = np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND)
     return np.searchsorted(arrival, edges, side="left")
 
 
@@ -157,7 +170,9 @@ def stage(shape: Shape, cache: Path) -> Staged:
 
 def as_workload(staged: Staged) -> Workload:
     """The staged files as the demo's Workload (one batch per file), for its oracle helpers."""
+
     def frames(files: list[Path]):
         return [pq.read_table(f).to_pandas() for f in files]
+
     events = [f for f in frames(staged.event_files[: staged.shape.measured_slots]) if len(f)]
     return Workload(frames(staged.update_files), events, int(staged.shape.lateness_s * SECOND))

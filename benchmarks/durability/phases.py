@@ -26,8 +26,13 @@ T2 = T1 + 60_000_000  # event time of that change
 
 def _session(app: str, work: Path, extra: dict):
     import sharedstate as ss
-    conf = {"spark.driver.memory": extra.pop("_driver_memory"), "spark.sql.shuffle.partitions": str(extra.pop("_partitions")),
-            "spark.ui.enabled": "false", **extra}
+
+    conf = {
+        "spark.driver.memory": extra.pop("_driver_memory"),
+        "spark.sql.shuffle.partitions": str(extra.pop("_partitions")),
+        "spark.ui.enabled": "false",
+        **extra,
+    }
     spark = ss.session(app, master="local[2]", **conf)
     # rocks-recover: INFO for RocksDB's load lines (a logger-level INFO on the RocksDB class alone did not show them)
     spark.sparkContext.setLogLevel("INFO" if app.endswith("rocks-recover") else "ERROR")
@@ -36,21 +41,30 @@ def _session(app: str, work: Path, extra: dict):
 
 def stage(spark, work: Path, keys: int) -> dict:
     from pyspark.sql import functions as F
+
     t = time.perf_counter()
-    load = spark.range(keys).select(F.col("id").alias("k"), (F.col("id") * 31 % 1_000_003).alias("v"),
-                                    F.timestamp_micros(F.lit(T0) + F.col("id") % 1000).alias("ts"))
+    load = spark.range(keys).select(
+        F.col("id").alias("k"),
+        (F.col("id") * 31 % 1_000_003).alias("v"),
+        F.timestamp_micros(F.lit(T0) + F.col("id") % 1000).alias("ts"),
+    )
     load.repartition(4).write.parquet(str(work / "input" / "load"))
     n = keys // TAIL_FRACTION
-    tail = spark.range(n).select(((F.col("id") * 7919) % keys).alias("k"), (F.col("id") + 7).alias("v"),
-                                 F.timestamp_micros(F.lit(T1) + F.col("id") % 1000).alias("ts"))
+    tail = spark.range(n).select(
+        ((F.col("id") * 7919) % keys).alias("k"),
+        (F.col("id") + 7).alias("v"),
+        F.timestamp_micros(F.lit(T1) + F.col("id") % 1000).alias("ts"),
+    )
     tail.repartition(4).write.parquet(str(work / "input" / "tail"))
-    change = spark.range(keys // CHANGE_FRACTION).select(((F.col("id") * 104729) % keys).alias("k"),
-                                                         (F.col("id") + 11).alias("v"),
-                                                         F.timestamp_micros(F.lit(T2) + F.col("id") % 1000).alias("ts"))
+    change = spark.range(keys // CHANGE_FRACTION).select(
+        ((F.col("id") * 104729) % keys).alias("k"),
+        (F.col("id") + 11).alias("v"),
+        F.timestamp_micros(F.lit(T2) + F.col("id") % 1000).alias("ts"),
+    )
     change.repartition(4).write.parquet(str(work / "input" / "change"))
-    spark.range(4).select(F.col("id").alias("k"), F.col("id").alias("v"),
-                          F.timestamp_micros(F.lit(T1 + 10_000_000)).alias("ts")).coalesce(1) \
-        .write.parquet(str(work / "input" / "probe"))
+    spark.range(4).select(
+        F.col("id").alias("k"), F.col("id").alias("v"), F.timestamp_micros(F.lit(T1 + 10_000_000)).alias("ts")
+    ).coalesce(1).write.parquet(str(work / "input" / "probe"))
     return {"stage_s": time.perf_counter() - t, "tail_rows": n}
 
 
@@ -60,14 +74,22 @@ def _du(path: Path) -> int:
 
 def ss_load(spark, work: Path, keys: int, partitions: int) -> dict:
     import sharedstate as ss
+
     root = work / "ss-root"
     st = ss.State.create(spark, "kv", key="k BIGINT", value="v BIGINT", partitions=partitions, root=str(root))
 
     def bulk(name: str) -> float:
         df = spark.read.parquet(str(work / "input" / name))
         t = time.perf_counter()
-        (df.write.format("sharedstate").mode("append").option("state", "kv").option("key", "k")
-         .option("time", "ts").option("value", "v").save())
+        (
+            df.write.format("sharedstate")
+            .mode("append")
+            .option("state", "kv")
+            .option("key", "k")
+            .option("time", "ts")
+            .option("value", "v")
+            .save()
+        )
         return time.perf_counter() - t
 
     out = {"load_s": bulk("load")}
@@ -83,6 +105,7 @@ def ss_load(spark, work: Path, keys: int, partitions: int) -> dict:
 
 def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     import sharedstate as ss
+
     t = time.perf_counter()
     st = ss.State.get(spark, "kv")
     out = {"recover_s": time.perf_counter() - t, "keys": st.progress()["keys"]}
@@ -95,8 +118,15 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     out["delta_after_tail"] = st.snapshot()
     out["delta_after_tail_s"] = time.perf_counter() - t
     df = spark.read.parquet(str(work / "input" / "change"))
-    (df.write.format("sharedstate").mode("append").option("state", "kv").option("key", "k")
-     .option("time", "ts").option("value", "v").save())
+    (
+        df.write.format("sharedstate")
+        .mode("append")
+        .option("state", "kv")
+        .option("key", "k")
+        .option("time", "ts")
+        .option("value", "v")
+        .save()
+    )
     t = time.perf_counter()
     out["delta_1pct"] = st.snapshot()
     out["delta_1pct_s"] = time.perf_counter() - t
@@ -111,10 +141,13 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
 # the commit only flushes and checkpoints RocksDB locally and queues the snapshot; the state store's
 # maintenance task (every `maintenanceInterval`, while the query runs and the provider is loaded)
 # zips and uploads it as state/<op>/<partition>/<version>.zip (<version>_<id>.zip with checkpoint format 2).
-ROCKS = {"spark.sql.streaming.stateStore.providerClass":
-         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
-         "spark.sql.streaming.stateStore.maintenanceInterval": "200ms"}
+ROCKS = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.streaming.stateStore.maintenanceInterval": "200ms",
+}
 SNAPSHOT_EVERY = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
 UPLOAD_TIMEOUT_S = 300
 
@@ -122,16 +155,32 @@ UPLOAD_TIMEOUT_S = 300
 def _rocks_query(spark, work: Path):
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType, TimestampType
-    schema = StructType([StructField("k", LongType()), StructField("v", LongType()), StructField("ts", TimestampType())])
+
+    schema = StructType(
+        [StructField("k", LongType()), StructField("v", LongType()), StructField("ts", TimestampType())]
+    )
     src = spark.readStream.schema(schema).parquet(str(work / "rocks-src"))
     latest = src.groupBy("k").agg(F.max_by("v", "ts").alias("v"), F.max("ts").alias("ts"))
-    return (latest.writeStream.format("noop").outputMode("update").queryName("rocks-latest")
-            .option("checkpointLocation", str(work / "rocks-ck")).start())
+    return (
+        latest.writeStream.format("noop")
+        .outputMode("update")
+        .queryName("rocks-latest")
+        .option("checkpointLocation", str(work / "rocks-ck"))
+        .start()
+    )
 
 
 def _batches(q) -> list[dict]:
-    return [{"batchId": p["batchId"], "numInputRows": p["numInputRows"], "durationMs": p["durationMs"],
-             "stateOperators": p["stateOperators"]} for p in q.recentProgress if p["numInputRows"]]
+    return [
+        {
+            "batchId": p["batchId"],
+            "numInputRows": p["numInputRows"],
+            "durationMs": p["durationMs"],
+            "stateOperators": p["stateOperators"],
+        }
+        for p in q.recentProgress
+        if p["numInputRows"]
+    ]
 
 
 def _state_files(work: Path, version: int, kind: str) -> list[Path]:
@@ -153,18 +202,25 @@ def rocks_load(spark, work: Path, keys: int, partitions: int) -> dict:
     zips = _state_files(work, 1, "zip")
     q.stop()
     if len(zips) < partitions:
-        raise RuntimeError(f"RocksDB uploaded {len(zips)} of {partitions} snapshots of version 1 within "
-                           f"{UPLOAD_TIMEOUT_S} s (is {SNAPSHOT_EVERY}=1 applied?)")
+        raise RuntimeError(
+            f"RocksDB uploaded {len(zips)} of {partitions} snapshots of version 1 within "
+            f"{UPLOAD_TIMEOUT_S} s (is {SNAPSHOT_EVERY}=1 applied?)"
+        )
     # The maintenance task may upload while the batch is still finishing on the driver, so the time
     # after the batch understates it: per partition, the zip's mtime minus its version-1 changelog's
     # (written at the end of that partition's commit, after the snapshot's flush and checkpoint).
     changelogs = {p.parent.name: p.stat().st_mtime for p in _state_files(work, 1, "changelog")}
     lags = [z.stat().st_mtime - changelogs[z.parent.name] for z in zips if z.parent.name in changelogs]
-    return {"load_s": batch_end - t, "snapshot_upload_after_batch_s": upload_s, "zips": len(zips),
-            "snapshot_upload_after_commit_s": max(lags) if lags else None,
-            "snapshot_upload_after_commit_each_s": lags,
-            "zip_bytes": sum(z.stat().st_size for z in zips), "batches": _batches(q),
-            "bytes": _du(work / "rocks-ck" / "state")}
+    return {
+        "load_s": batch_end - t,
+        "snapshot_upload_after_batch_s": upload_s,
+        "zips": len(zips),
+        "snapshot_upload_after_commit_s": max(lags) if lags else None,
+        "snapshot_upload_after_commit_each_s": lags,
+        "zip_bytes": sum(z.stat().st_size for z in zips),
+        "batches": _batches(q),
+        "bytes": _du(work / "rocks-ck" / "state"),
+    }
 
 
 def rocks_next(spark, work: Path, keys: int, partitions: int) -> dict:
@@ -176,10 +232,14 @@ def rocks_next(spark, work: Path, keys: int, partitions: int) -> dict:
     q.stop()
     batches = _batches(q)
     version = batches[0]["batchId"] + 1 if batches else -1  # batch b commits state version b + 1
-    return {"wall_s": wall, "batches": batches, "version": version,
-            "snapshot_zips": len(_state_files(work, version, "zip")),
-            "changelog_files": len(_state_files(work, version, "changelog")),
-            "bytes": _du(work / "rocks-ck" / "state")}
+    return {
+        "wall_s": wall,
+        "batches": batches,
+        "version": version,
+        "snapshot_zips": len(_state_files(work, version, "zip")),
+        "changelog_files": len(_state_files(work, version, "changelog")),
+        "bytes": _du(work / "rocks-ck" / "state"),
+    }
 
 
 def rocks_recover(spark, work: Path, keys: int, partitions: int) -> dict:
@@ -193,8 +253,13 @@ def rocks_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     return rocks_next(spark, work, keys, partitions)
 
 
-PHASES = {"ss-load": ss_load, "ss-recover": ss_recover, "rocks-load": rocks_load, "rocks-tail": rocks_next,
-          "rocks-recover": rocks_recover}
+PHASES = {
+    "ss-load": ss_load,
+    "ss-recover": ss_recover,
+    "rocks-load": rocks_load,
+    "rocks-tail": rocks_next,
+    "rocks-recover": rocks_recover,
+}
 
 
 def main() -> None:

@@ -9,43 +9,65 @@ from pathlib import Path
 def _first_batch(phase: dict) -> dict:
     b = phase["batches"][0] if phase.get("batches") else {}
     ops = b.get("stateOperators") or [{}]
-    return {"trigger_s": b.get("durationMs", {}).get("triggerExecution", 0) / 1000,
-            "commit_s": ops[0].get("commitTimeMs", 0) / 1000, "custom": ops[0].get("customMetrics", {}),
-            "rows": ops[0].get("numRowsTotal")}
+    return {
+        "trigger_s": b.get("durationMs", {}).get("triggerExecution", 0) / 1000,
+        "commit_s": ops[0].get("commitTimeMs", 0) / 1000,
+        "custom": ops[0].get("customMetrics", {}),
+        "rows": ops[0].get("numRowsTotal"),
+    }
 
 
 def rows(size: dict) -> dict:
     """The compared numbers of one key count (seconds; RocksDB's custom metrics are sums over partitions)."""
     ss_load, ss_rec = size["ss_load"], size["ss_recover"]
-    r = {"ss_load": ss_load["load_s"], "ss_snapshot": ss_load["snapshot_s"], "ss_tail": ss_load["tail_s"],
-         "ss_recover": ss_rec["recover_s"], "ss_bytes": ss_load["bytes"], "ss_keys": ss_rec["keys"],
-         "ss_correct": size["ss_correct"],
-         "load_avg": [size[p]["load_avg_before"][0] for p in ("ss_load", "ss_recover", "rocks_load", "rocks_recover")
-                      if p in size]}
+    r = {
+        "ss_load": ss_load["load_s"],
+        "ss_snapshot": ss_load["snapshot_s"],
+        "ss_tail": ss_load["tail_s"],
+        "ss_recover": ss_rec["recover_s"],
+        "ss_bytes": ss_load["bytes"],
+        "ss_keys": ss_rec["keys"],
+        "ss_correct": size["ss_correct"],
+        "load_avg": [
+            size[p]["load_avg_before"][0] for p in ("ss_load", "ss_recover", "rocks_load", "rocks_recover") if p in size
+        ],
+    }
     if "rocks_load" not in size:
         return r
     rl, rt, rr = _first_batch(size["rocks_load"]), _first_batch(size["rocks_tail"]), _first_batch(size["rocks_recover"])
     ms = lambda b, name: b["custom"].get(name, 0) / 1000  # noqa: E731
-    r.update({
-        "rocks_load": size["rocks_load"]["load_s"], "rocks_load_commit": rl["commit_s"],
-        "rocks_snapshot_in_commit": ms(rl, "rocksdbCommitFlushLatency") + ms(rl, "rocksdbCommitCheckpointLatency"),
-        "rocks_snapshot_upload": size["rocks_load"].get("snapshot_upload_after_commit_s")
-        or size["rocks_load"]["snapshot_upload_after_batch_s"],
-        "rocks_tail_batch": rt["trigger_s"], "rocks_tail_commit": rt["commit_s"],
-        "rocks_recover_batch": rr["trigger_s"], "rocks_recover_wall": size["rocks_recover"]["wall_s"],
-        "rocks_recover_load_wall": size["rocks_recover"]["rocksdb_load"]["wall_s"],
-        "rocks_recover_load_max": size["rocks_recover"]["rocksdb_load"]["max_s"],
-        "rocks_replayed": sorted({(p["snapshot_version"], p["changelogs_replayed"])
-                                  for p in size["rocks_recover"]["rocksdb_load"]["partitions"].values()}),
-        "rocks_bytes": size["rocks_recover"].get("bytes", size["rocks_load"]["bytes"]), "rocks_keys": rr["rows"],
-    })
+    r.update(
+        {
+            "rocks_load": size["rocks_load"]["load_s"],
+            "rocks_load_commit": rl["commit_s"],
+            "rocks_snapshot_in_commit": ms(rl, "rocksdbCommitFlushLatency") + ms(rl, "rocksdbCommitCheckpointLatency"),
+            "rocks_snapshot_upload": size["rocks_load"].get("snapshot_upload_after_commit_s")
+            or size["rocks_load"]["snapshot_upload_after_batch_s"],
+            "rocks_tail_batch": rt["trigger_s"],
+            "rocks_tail_commit": rt["commit_s"],
+            "rocks_recover_batch": rr["trigger_s"],
+            "rocks_recover_wall": size["rocks_recover"]["wall_s"],
+            "rocks_recover_load_wall": size["rocks_recover"]["rocksdb_load"]["wall_s"],
+            "rocks_recover_load_max": size["rocks_recover"]["rocksdb_load"]["max_s"],
+            "rocks_replayed": sorted(
+                {
+                    (p["snapshot_version"], p["changelogs_replayed"])
+                    for p in size["rocks_recover"]["rocksdb_load"]["partitions"].values()
+                }
+            ),
+            "rocks_bytes": size["rocks_recover"].get("bytes", size["rocks_load"]["bytes"]),
+            "rocks_keys": rr["rows"],
+        }
+    )
     return r
 
 
 def write_report(out: Path) -> None:
     data = json.loads((out / "snapshot_recovery.json").read_text())
-    lines = ["| keys | measure | sharedstate (Delta) | Spark RocksDB + changelog | ratio ss/rocks |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| keys | measure | sharedstate (Delta) | Spark RocksDB + changelog | ratio ss/rocks |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     table = []
     for size in data["sizes"]:
         r = rows(size)
@@ -53,51 +75,82 @@ def write_report(out: Path) -> None:
         k = f"{size['keys']:,}"
         rocks = "rocks_load" in r
 
-        def line(what, a, b, note=""):
+        def line(what, a, b, note="", k=k, rocks=rocks):  # this size's k and rocks
             ratio = f"{a / b:.2f}" if rocks and a and b else "-"
             cell = f"{b:.1f} s{note}" if rocks else "not run"
             lines.append(f"| {k} | {what} | {a:.1f} s | {cell} | {ratio} |")
+
         line("load K keys (one bulk load / one micro-batch)", r["ss_load"], r.get("rocks_load"))
-        line("snapshot (ss: snapshot round; rocks: a partition's commit until its zip is uploaded, slowest partition)",
-             r["ss_snapshot"], r.get("rocks_snapshot_upload"),
-             f" (+ {r['rocks_snapshot_in_commit']:.1f} s flush + checkpoint inside the commit, summed over partitions)"
-             if rocks else "")
+        line(
+            "snapshot (ss: snapshot round; rocks: a partition's commit until its zip is uploaded, slowest partition)",
+            r["ss_snapshot"],
+            r.get("rocks_snapshot_upload"),
+            f" (+ {r['rocks_snapshot_in_commit']:.1f} s flush + checkpoint inside the commit, summed over partitions)"
+            if rocks
+            else "",
+        )
         line("tail K/10 updates (bulk load / restart + batch)", r["ss_tail"], r.get("rocks_tail_batch"))
-        line("recovery (ss: State.get; rocks: first batch after restart)", r["ss_recover"], r.get("rocks_recover_batch"),
-             f" (RocksDB load, first 'Loading' to last 'Loaded': {r['rocks_recover_load_wall']:.1f} s, slowest partition "
-             f"{r['rocks_recover_load_max']:.1f} s; (snapshot version, changelogs replayed) per partition: "
-             f"{', '.join(map(str, r['rocks_replayed']))})" if rocks else "")
+        line(
+            "recovery (ss: State.get; rocks: first batch after restart)",
+            r["ss_recover"],
+            r.get("rocks_recover_batch"),
+            f" (RocksDB load, first 'Loading' to last 'Loaded': {r['rocks_recover_load_wall']:.1f} s, "
+            "slowest partition "
+            f"{r['rocks_recover_load_max']:.1f} s; (snapshot version, changelogs replayed) per partition: "
+            f"{', '.join(map(str, r['rocks_replayed']))})"
+            if rocks
+            else "",
+        )
         rocks_keys = f"{r['rocks_keys']:,}" if rocks else ""
         rocks_bytes = f"{r['rocks_bytes'] / 1e6:.0f} MB" if rocks else ""
-        lines.append(f"| {k} | keys after recovery; sample correct | {r['ss_keys']:,}; {r['ss_correct']} | {rocks_keys} | |")
-        lines.append(f"| {k} | bytes on disk | {sum(r['ss_bytes'].values()) / 1e6:.0f} MB "
-                     f"({', '.join(f'{n} {b / 1e6:.0f}' for n, b in r['ss_bytes'].items())}) | {rocks_bytes} | |")
+        lines.append(
+            f"| {k} | keys after recovery; sample correct | {r['ss_keys']:,}; {r['ss_correct']} | {rocks_keys} | |"
+        )
+        lines.append(
+            f"| {k} | bytes on disk | {sum(r['ss_bytes'].values()) / 1e6:.0f} MB "
+            f"({', '.join(f'{n} {b / 1e6:.0f}' for n, b in r['ss_bytes'].items())}) | {rocks_bytes} | |"
+        )
         rec = size["ss_recover"]
-        for name, what in (("delta_after_tail", "delta snapshot round after recovery (the tail's K/10 keys)"),
-                           ("delta_1pct", "delta snapshot round after a 1% change (K/100 updates)")):
+        for name, what in (
+            ("delta_after_tail", "delta snapshot round after recovery (the tail's K/10 keys)"),
+            ("delta_1pct", "delta snapshot round after a 1% change (K/100 updates)"),
+        ):
             if name in rec:
                 d = rec[name]
-                lines.append(f"| {k} | {what} | {rec[name + '_s']:.1f} s (snapshots {d.get('snapshot_ms', 0) / 1000:.1f} s, "
-                             f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); {d['deltas']} of {d['written']} deltas, "
-                             f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
-                             f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |")
-        lines.append(f"| {k} | load average (1 min) at ss-load, ss-recover, rocks-load, rocks-recover | "
-                     f"{', '.join(f'{x:.1f}' for x in r['load_avg'])} | | |")
+                lines.append(
+                    f"| {k} | {what} | {rec[name + '_s']:.1f} s (snapshots {d.get('snapshot_ms', 0) / 1000:.1f} s, "
+                    f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); "
+                    f"{d['deltas']} of {d['written']} deltas, "
+                    f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
+                    f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |"
+                )
+        lines.append(
+            f"| {k} | load average (1 min) at ss-load, ss-recover, rocks-load, rocks-recover | "
+            f"{', '.join(f'{x:.1f}' for x in r['load_avg'])} | | |"
+        )
     (out / "table.md").write_text("\n".join(lines) + "\n")
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
-    for ax, (title, a, b) in zip(axes, [("snapshot", "ss_snapshot", "rocks_snapshot_upload"),
-                                        ("recovery", "ss_recover", "rocks_recover_batch"),
-                                        ("load K keys", "ss_load", "rocks_load")]):
+    for ax, (title, a, b) in zip(
+        axes,
+        [
+            ("snapshot", "ss_snapshot", "rocks_snapshot_upload"),
+            ("recovery", "ss_recover", "rocks_recover_batch"),
+            ("load K keys", "ss_load", "rocks_load"),
+        ],
+    ):
         xs = [f"{k / 1e6:g}M" for k, _ in table]
         w = 0.38
         ax.bar([i - w / 2 for i in range(len(xs))], [r[a] for _, r in table], w, label="sharedstate (Delta)")
-        ax.bar([i + w / 2 for i in range(len(xs))], [r.get(b, 0) for _, r in table], w, label="Spark RocksDB + changelog")
+        ax.bar(
+            [i + w / 2 for i in range(len(xs))], [r.get(b, 0) for _, r in table], w, label="Spark RocksDB + changelog"
+        )
         ax.set_xticks(range(len(xs)), xs)
         ax.set_title(title)
         ax.set_ylabel("seconds")

@@ -1,7 +1,8 @@
 """Snapshot time and recovery time of a durable State at 1M+ keys, beside Spark's RocksDB state store
 with changelog checkpointing on the same keyed input, in the same run (see benchmarks/README.md).
 
-    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 --out benchmarks/results/durability/snapshot-recovery
+    .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 \\
+        --out benchmarks/results/durability/snapshot-recovery
 
 Per key count, each phase is a fresh Spark application (local[2]; driver 6 GB up to 2M keys, 12 GB above):
   stage          K rows (k BIGINT, v BIGINT, ts) and a tail of K/10 updates of other values, a minute later
@@ -30,33 +31,40 @@ import tempfile
 import time
 from pathlib import Path
 
+from phases import TAIL_FRACTION
+from report import write_report
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from phases import TAIL_FRACTION  # noqa: E402
-from report import write_report  # noqa: E402
 
 
 def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) -> dict:
     load = os.getloadavg()
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions), memory],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions), memory],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise RuntimeError(f"phase {name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    out = json.loads(lines[-1][len("RESULT "):])
+    out = json.loads(lines[-1][len("RESULT ") :])
     if name == "rocks-recover":
         out["rocksdb_load"] = rocksdb_loads(proc.stderr)
         if len(out["rocksdb_load"]["partitions"]) < partitions or not all(
-                p["changelogs_replayed"] for p in out["rocksdb_load"]["partitions"].values()):
-            raise RuntimeError(f"rocks-recover did not load every partition from a snapshot plus its changelog: "
-                               f"{out['rocksdb_load']}")
+            p["changelogs_replayed"] for p in out["rocksdb_load"]["partitions"].values()
+        ):
+            raise RuntimeError(
+                f"rocks-recover did not load every partition from a snapshot plus its changelog: {out['rocksdb_load']}"
+            )
     out["process_wall_s"] = wall
     out["load_avg_before"] = load
     out["load_avg_after"] = os.getloadavg()
-    log(f"  {name:<14} {wall:6.1f}s process; load {load[0]:.1f} -> {out['load_avg_after'][0]:.1f}: "
-        + json.dumps({k: v for k, v in out.items() if k.endswith('_s') or k == 'keys'}))
+    log(
+        f"  {name:<14} {wall:6.1f}s process; load {load[0]:.1f} -> {out['load_avg_after'][0]:.1f}: "
+        + json.dumps({k: v for k, v in out.items() if k.endswith("_s") or k == "keys"})
+    )
     return out
 
 
@@ -87,9 +95,11 @@ def rocksdb_loads(stderr: str) -> dict:
     done = {k: v for k, v in parts.items() if v["start"] is not None and v["end"] is not None}
     for v in done.values():
         v["load_s"] = v["end"] - v["start"]
-    return {"partitions": done,
-            "wall_s": max(v["end"] for v in done.values()) - min(v["start"] for v in done.values()) if done else None,
-            "max_s": max((v["load_s"] for v in done.values()), default=None)}
+    return {
+        "partitions": done,
+        "wall_s": max(v["end"] for v in done.values()) - min(v["start"] for v in done.values()) if done else None,
+        "max_s": max((v["load_s"] for v in done.values()), default=None),
+    }
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -110,7 +120,8 @@ def expected_sample(keys: int) -> dict[str, int]:
 
 
 def driver_memory(keys: int, given: str | None) -> str:
-    """The driver heap: the State lives there in local mode (about 0.5 GB per million keys with snapshot and recovery buffers)."""
+    """The driver heap: the State lives there in local mode (about 0.5 GB per million keys with
+    snapshot and recovery buffers)."""
     return given or ("6g" if keys <= 2_000_000 else "12g")
 
 
@@ -133,7 +144,9 @@ def run_size(keys: int, partitions: int, scratch: Path, memory: str | None, skip
     _link(work / "input" / "tail", work / "rocks-src")
     r["rocks_tail"] = _phase("rocks-tail", work, keys, partitions, memory, log)
     if r["rocks_tail"]["snapshot_zips"]:
-        raise RuntimeError("rocks-tail took a RocksDB snapshot of the tail's version: recovery would not replay a changelog")
+        raise RuntimeError(
+            "rocks-tail took a RocksDB snapshot of the tail's version: recovery would not replay a changelog"
+        )
     _link(work / "input" / "probe", work / "rocks-src")
     r["rocks_recover"] = _phase("rocks-recover", work, keys, partitions, memory, log)
     shutil.rmtree(work, ignore_errors=True)
@@ -150,7 +163,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--skip-rocks", action="store_true", help="only the sharedstate phases")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/durability/snapshot_recovery.py", *argv])
+    command = " ".join(
+        shlex.quote(a) for a in [".venv/bin/python", "benchmarks/durability/snapshot_recovery.py", *argv]
+    )
     (args.out / "command.txt").write_text(command + "\n")
     scratch = Path(tempfile.mkdtemp(prefix="durability-bench-", dir=args.scratch))
     log_file = (args.out / "log.txt").open("w")
@@ -161,8 +176,13 @@ def main(argv: list[str]) -> int:
         log_file.flush()
 
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
-    meta = {"command": command, "git_commit": commit, "cpus": os.cpu_count(),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_avg_start": os.getloadavg()}
+    meta = {
+        "command": command,
+        "git_commit": commit,
+        "cpus": os.cpu_count(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_avg_start": os.getloadavg(),
+    }
     sizes = []
     try:
         for keys in (int(k) for k in args.keys.split(",")):

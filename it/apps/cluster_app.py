@@ -9,29 +9,27 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
+from sharedstate.testing.streams import wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
-spark = ss.session("sharedstate-cluster-it", master="local-cluster[2,1,1024]", **{
-    "spark.authenticate": "true", "spark.authenticate.secret": secrets.token_hex(16),
-    "spark.sql.shuffle.partitions": "4", "spark.driver.memory": "1g"})
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+spark = ss.session(
+    "sharedstate-cluster-it",
+    master="local-cluster[2,1,1024]",
+    **{
+        "spark.authenticate": "true",
+        "spark.authenticate.secret": secrets.token_hex(16),
+        "spark.sql.shuffle.partitions": "4",
+        "spark.driver.memory": "1g",
+    },
+)
 
 
 def save(name: str, frame: pd.DataFrame) -> None:
@@ -47,13 +45,27 @@ write_batches(out / "events", work.event_batches)
 state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=4)
 records["hosts"] = state.hosts
 updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
-writer = (updates.writeStream.format("sharedstate").option("state", "campaigns").option("key", "ad_id")
-          .option("time", "ts").option("value", "campaign").option("lateness", "20 seconds")
-          .option("checkpointLocation", str(out / "ck-updates")).trigger(processingTime="300 milliseconds").start())
+writer = (
+    updates.writeStream.format("sharedstate")
+    .option("state", "campaigns")
+    .option("key", "ad_id")
+    .option("time", "ts")
+    .option("value", "campaign")
+    .option("lateness", "20 seconds")
+    .option("checkpointLocation", str(out / "ck-updates"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
 events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
 joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
-reader = (joined.writeStream.format("memory").queryName("joined").outputMode("append")
-          .option("checkpointLocation", str(out / "ck-events")).trigger(processingTime="300 milliseconds").start())
+reader = (
+    joined.writeStream.format("memory")
+    .queryName("joined")
+    .outputMode("append")
+    .option("checkpointLocation", str(out / "ck-events"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
 
 # the change stream while the writer runs, through the per-host feeds: each batch's rows per input
 # partition, by batch id (a batch run again after the restart below replaces its first run)
@@ -61,13 +73,19 @@ host_batches: dict = {}
 
 
 def keep_batch(df, batch_id: int) -> None:
-    host_batches[batch_id] = [[(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in part]
-                              for part in df.rdd.glom().collect()]
+    host_batches[batch_id] = [
+        [(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in part] for part in df.rdd.glom().collect()
+    ]
 
 
 def start_host_changes():
-    return (state.changes().writeStream.foreachBatch(keep_batch)
-            .option("checkpointLocation", str(out / "ck-host-changes")).trigger(processingTime="500 milliseconds").start())
+    return (
+        state.changes()
+        .writeStream.foreachBatch(keep_batch)
+        .option("checkpointLocation", str(out / "ck-host-changes"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
 
 
 # The change stream is a reader: its commits advance F, and sharedstate_fetch below reads as of
@@ -106,27 +124,46 @@ writer.stop()
 reader.stop()
 host_changes.processAllAvailable()
 host_changes.stop()
-save("host_changes", pd.DataFrame(
-    [(b, p, i, *row) for b, parts in sorted(host_batches.items()) for p, rows in enumerate(parts)
-     for i, row in enumerate(rows)], columns=["batch", "input_partition", "index", "ad_id", "campaign", "campaigns_time"]))
+save(
+    "host_changes",
+    pd.DataFrame(
+        [
+            (b, p, i, *row)
+            for b, parts in sorted(host_batches.items())
+            for p, rows in enumerate(parts)
+            for i, row in enumerate(rows)
+        ],
+        columns=["batch", "input_partition", "index", "ad_id", "campaign", "campaigns_time"],
+    ),
+)
 records["host_batch_partitions"] = {b: len(parts) for b, parts in host_batches.items()}
 feeds = spark._jvm.io.sharedstate.spark.changes.HostChangeFeeds
 records["change_plans"] = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
-records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in state.progress().items()
-                       if k != "writers"}
+records["progress"] = {
+    k: (str(v) if k in ("update", "fetch") else v) for k, v in state.progress().items() if k != "writers"
+}
 save("late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
 for seconds in (45, 200, 599):
     save(f"asof_{seconds}", state.as_of(pd.Timestamp(seconds, unit="s").strftime("%Y-%m-%d %H:%M:%S")).toPandas())
 # the change stream: every partition's final pairs, read where they are hosted
-changes = (state.changes().writeStream.format("memory").queryName("changes")
-           .option("checkpointLocation", str(out / "ck-changes")).start())
+changes = (
+    state.changes()
+    .writeStream.format("memory")
+    .queryName("changes")
+    .option("checkpointLocation", str(out / "ck-changes"))
+    .start()
+)
 changes.processAllAvailable()
 changes.stop()
 save("changes", spark.table("changes").toPandas())
 # the SQL function, evaluated in tasks on both executors (every event time is below U by now)
 spark.read.schema(EVENT_SCHEMA).parquet(str(out / "events")).createOrReplaceTempView("events")
-save("sql", spark.sql("SELECT event_id, sharedstate_fetch('campaigns', ad_id, ts) AS v FROM events")
-     .selectExpr("event_id", "v.campaign AS campaign", "v.campaigns_time AS value_time").toPandas())
+save(
+    "sql",
+    spark.sql("SELECT event_id, sharedstate_fetch('campaigns', ad_id, ts) AS v FROM events")
+    .selectExpr("event_id", "v.campaign AS campaign", "v.campaigns_time AS value_time")
+    .toPandas(),
+)
 coordinator.state("campaigns").deregisterReader("it-holds-f")
 
 # ---- 2. a writer that restarts from its checkpoint, and a new writer that holds U back ----------
@@ -134,8 +171,13 @@ ss.State.create(spark, "restart", key="ad_id STRING", value="campaign STRING", p
 
 
 def frame(seconds: list[int], tag: str) -> pd.DataFrame:
-    return pd.DataFrame({"ad_id": [f"ad{i % 5}" for i in range(len(seconds))],
-                         "ts": pd.to_datetime(seconds, unit="s", utc=True), "campaign": [tag] * len(seconds)})
+    return pd.DataFrame(
+        {
+            "ad_id": [f"ad{i % 5}" for i in range(len(seconds))],
+            "ts": pd.to_datetime(seconds, unit="s", utc=True),
+            "campaign": [tag] * len(seconds),
+        }
+    )
 
 
 def start_writer(directory: str, checkpoint: str, slow_seconds: int = 0):
@@ -144,16 +186,29 @@ def start_writer(directory: str, checkpoint: str, slow_seconds: int = 0):
         # A writer whose first batch takes long: it registers when the batch is planned and commits
         # when it ends, so the time in between shows whether it holds U back.
         # (a JVM-side sleep: Thread.sleep through reflect, whose "null" result is cut to "")
-        stream = stream.withColumn("campaign", F.expr(
-            f"concat(campaign, substr(reflect('java.lang.Thread', 'sleep', CAST({slow_seconds * 1000} AS BIGINT)), 1, 0))"))
-    return (stream.writeStream.format("sharedstate").option("state", "restart").option("key", "ad_id")
-            .option("time", "ts").option("checkpointLocation", str(out / checkpoint)).start())
+        stream = stream.withColumn(
+            "campaign",
+            F.expr(
+                "concat(campaign, substr(reflect('java.lang.Thread', 'sleep', "
+                f"CAST({slow_seconds * 1000} AS BIGINT)), 1, 0))"
+            ),
+        )
+    return (
+        stream.writeStream.format("sharedstate")
+        .option("state", "restart")
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("checkpointLocation", str(out / checkpoint))
+        .start()
+    )
 
 
 def progress() -> dict:
     p = ss.State.get(spark, "restart").progress()
-    return {"update": None if p["update"] is None else p["update"].timestamp(),
-            "writers": {w: None if t is None else t.timestamp() for w, t in p["writers"].items()}}
+    return {
+        "update": None if p["update"] is None else p["update"].timestamp(),
+        "writers": {w: None if t is None else t.timestamp() for w, t in p["writers"].items()},
+    }
 
 
 def add_file(directory: str, data: pd.DataFrame, name: str) -> None:

@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from app_support import check_running, cluster_session, drained, finish, key_partitions, save, wait_until
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, make_workload, write_batches
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python/tests"))
-from oracles import NUMERIC_UPDATES, numeric  # noqa: E402 - the input conversion the local tests use
+from app_support import cluster_session, finish, key_partitions, save
+from sharedstate.testing.adcamp import EVENT_SCHEMA, make_workload, write_batches
+from sharedstate.testing.oracles import NUMERIC_UPDATES, numeric  # the input conversion the local tests use
+from sharedstate.testing.streams import check_running, drained, wait_until
 
 WINDOW = "90 seconds"
 STALENESS = "60 seconds"
@@ -50,22 +49,41 @@ def events():
 
 
 def start_reader(name: str, joined):
-    return (joined.writeStream.format("memory").queryName(name).outputMode("append")
-            .option("checkpointLocation", str(out / f"ck-{name}")).trigger(processingTime="300 milliseconds").start())
+    return (
+        joined.writeStream.format("memory")
+        .queryName(name)
+        .outputMode("append")
+        .option("checkpointLocation", str(out / f"ck-{name}"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
 
 
-readers = {rule: start_reader(rule, ss.fetch_join(events(), "scores", key="ad_id", time="ts", rule=rule, window=WINDOW))
-           for rule in AGGREGATES}
-writer = (spark.readStream.schema(NUMERIC_UPDATES).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
-          .writeStream.format("sharedstate").option("state", "scores").option("key", "ad_id").option("time", "ts")
-          .option("value", "v").option("lateness", "20 seconds").option("checkpointLocation", str(out / "ck-updates"))
-          .trigger(processingTime="300 milliseconds").start())
+readers = {
+    rule: start_reader(rule, ss.fetch_join(events(), "scores", key="ad_id", time="ts", rule=rule, window=WINDOW))
+    for rule in AGGREGATES
+}
+writer = (
+    spark.readStream.schema(NUMERIC_UPDATES)
+    .option("maxFilesPerTrigger", 1)
+    .parquet(str(out / "updates"))
+    .writeStream.format("sharedstate")
+    .option("state", "scores")
+    .option("key", "ad_id")
+    .option("time", "ts")
+    .option("value", "v")
+    .option("lateness", "20 seconds")
+    .option("checkpointLocation", str(out / "ck-updates"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
 
 # ---- first half: U stops at U1 once the writer has read its files ------------------------------
-drained(writer)
+drained(writer, timeout=300)
 # started now, so every event it answers early is answered while U = U1
-readers["uncommitted"] = start_reader("uncommitted", ss.fetch_join(
-    events(), "scores", key="ad_id", time="ts", mode="uncommitted", staleness=STALENESS))
+readers["uncommitted"] = start_reader(
+    "uncommitted", ss.fetch_join(events(), "scores", key="ad_id", time="ts", mode="uncommitted", staleness=STALENESS)
+)
 queries = [writer, *readers.values()]
 u1 = state.progress()["update"]
 records["u1"] = str(u1)
@@ -80,7 +98,7 @@ def early_answers_in() -> bool:
 
 
 wait_until(early_answers_in, 300, f"{answerable} early read-uncommitted answers", interval=1.0)
-drained(readers["uncommitted"])  # every event file read, and U has not moved since
+drained(readers["uncommitted"], timeout=300)  # every event file read, and U has not moved since
 check_running(*queries)
 save(out, "uncommitted_early", spark.table("uncommitted").toPandas())
 records["u1_after_early"] = str(state.progress()["update"])
@@ -97,13 +115,15 @@ def all_answered() -> bool:
 
 wait_until(all_answered, 600, "every event answered by every join", interval=1.0)
 for q in queries:
-    drained(q)
+    drained(q, timeout=300)
 for name in readers:
     save(out, name, spark.table(name).toPandas())
 for q in queries:
     q.stop()
 p = state.progress()
-records["progress"] = {k: (str(v) if k in ("update", "fetch") else v) for k, v in p.items() if k not in ("writers", "readers")}
+records["progress"] = {
+    k: (str(v) if k in ("update", "fetch") else v) for k, v in p.items() if k not in ("writers", "readers")
+}
 save(out, "late", state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").toPandas())
 save(out, "key_partitions", key_partitions(state, "ad_id"))
 finish(out, records, "CLUSTER-RULES-APP-OK")

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import sys
-import pandas as pd
 import time
 from pathlib import Path
 
+import pandas as pd
+
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def describe(spark, name: str) -> dict:
@@ -39,29 +40,53 @@ def read_lease(path: Path) -> dict:
 
 
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:
-    spark = ss.session("durable-cluster-app", master="local-cluster[2,1,1024]", **{
-        "spark.sharedstate.root": str(workdir / "root"), "spark.sharedstate.snapshot.interval": "0",
-        "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g", "spark.sharedstate.owner.lease": "6 seconds"})
+    spark = ss.session(
+        "durable-cluster-app",
+        master="local-cluster[2,1,1024]",
+        **{
+            "spark.sharedstate.root": str(workdir / "root"),
+            "spark.sharedstate.snapshot.interval": "0",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "1g",
+            "spark.sharedstate.owner.lease": "6 seconds",
+        },
+    )
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=4)
     created_ms = int(time.time() * 1000)
-    (workdir / "started.json").write_text(json.dumps(
-        {"app_id": spark.sparkContext.applicationId, "hosts": describe(spark, name)["hosts"]}))
+    (workdir / "started.json").write_text(
+        json.dumps({"app_id": spark.sparkContext.applicationId, "hosts": describe(spark, name)["hosts"]})
+    )
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-    writer = (updates.writeStream.format("sharedstate").option("state", name).option("key", "ad_id")
-              .option("time", "ts").option("lateness", "20 seconds")
-              .option("checkpointLocation", str(workdir / "ck-updates"))
-              .trigger(processingTime="400 milliseconds").start())
+    writer = (
+        updates.writeStream.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
     # lateness: its progress is F (events arrive at most 20 s out of order, so none is late)
     joined = ss.fetch_join(events, name, key="ad_id", time="ts", how="left", lateness="30 seconds")
-    reader = (joined.writeStream.format("parquet").option("path", str(workdir / "out"))
-              .option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(processingTime="400 milliseconds").start())
+    reader = (
+        joined.writeStream.format("parquet")
+        .option("path", str(workdir / "out"))
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
 
     # the change stream through the per-host feeds, across the kill (Parquet file sink: exactly-once)
-    changes = (state.changes().writeStream.format("parquet").option("path", str(workdir / "changes"))
-               .option("checkpointLocation", str(workdir / "ck-changes"))
-               .trigger(processingTime="400 milliseconds").start())
+    changes = (
+        state.changes()
+        .writeStream.format("parquet")
+        .option("path", str(workdir / "changes"))
+        .option("checkpointLocation", str(workdir / "ck-changes"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
 
     def rows() -> int:
         for q in (writer, reader, changes):
@@ -87,20 +112,29 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
     # A batch fetch of every key just below U compacts (keep_latest, lazily on access) what is below
     # min(F, U): as_of at older times must come from the Delta tables.
     top = pd.Timestamp(state.progress()["update"]).tz_convert("UTC").tz_localize(None) - pd.Timedelta(seconds=1)
-    probe = spark.createDataFrame([(r.ad_id, top.to_pydatetime()) for r in state.as_of().collect()], "ad_id STRING, ts TIMESTAMP")
+    probe = spark.createDataFrame(
+        [(r.ad_id, top.to_pydatetime()) for r in state.as_of().collect()], "ad_id STRING, ts TIMESTAMP"
+    )
     ss.fetch_join(probe, name, key="ad_id", time="ts").count()
     progress = state.progress()
     raw = json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.progress(name))
     owner_dir = workdir / "root" / name / "owner"
-    lease = {"created_ms": created_ms, "now_ms": int(time.time() * 1000),
-             "files": {p.name: read_lease(p) for p in sorted(owner_dir.glob("*.json"))}}
-    late = [[r.ad_id, pd.Timestamp(r.ts).isoformat(), r.reason] for r in
-            state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").collect()]
+    lease = {
+        "created_ms": created_ms,
+        "now_ms": int(time.time() * 1000),
+        "files": {p.name: read_lease(p) for p in sorted(owner_dir.glob("*.json"))},
+    }
+    late = [
+        [r.ad_id, pd.Timestamp(r.ts).isoformat(), r.reason]
+        for r in state.late_updates().selectExpr("key.ad_id AS ad_id", "time AS ts", "reason").collect()
+    ]
     result = {
         "app_id": spark.sparkContext.applicationId,
         "lease": lease,
         "late": late,
-        "fetch": raw["fetch"], "fetch_is": raw["fetch_is"], "update_micros": raw["update"],
+        "fetch": raw["fetch"],
+        "fetch_is": raw["fetch_is"],
+        "update_micros": raw["update"],
         "pairs_compacted": progress["pairs_compacted"],
         "as_of": {t: sorted([r.ad_id, r.campaign] for r in state.as_of(t).collect()) for t in probes},
         "update": str(progress["update"]),

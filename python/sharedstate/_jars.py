@@ -14,18 +14,32 @@ MAVEN_COORDINATE = f"io.sharedstate:sharedstate-spark_2.13:{__version__}"
 DELTA_COORDINATE = "io.delta:delta-spark_4.2_2.13:4.4.0"
 # Delta's transitive dependencies that Spark 4.2.0 already ships (newer): Spark's copies win on the
 # class path anyway, so resolving Delta's older ones would only download and ship dead jars.
-SPARK_PROVIDED_EXCLUDES = ",".join([
-    "com.fasterxml.jackson.core:jackson-annotations", "com.fasterxml.jackson.core:jackson-core",
-    "com.fasterxml.jackson.core:jackson-databind", "com.github.luben:zstd-jni",
-    "com.google.code.findbugs:jsr305", "commons-pool:commons-pool", "io.airlift:aircompressor",
-    "org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime",
-    "org.apache.logging.log4j:log4j-api", "org.apache.logging.log4j:log4j-core",
-    "org.apache.logging.log4j:log4j-slf4j2-impl", "org.apache.parquet:parquet-column",
-    "org.apache.parquet:parquet-common", "org.apache.parquet:parquet-encoding",
-    "org.apache.parquet:parquet-format-structures", "org.apache.parquet:parquet-hadoop",
-    "org.apache.parquet:parquet-jackson", "org.locationtech.jts:jts-core", "org.roaringbitmap:RoaringBitmap",
-    "org.slf4j:slf4j-api", "org.xerial.snappy:snappy-java",
-])
+SPARK_PROVIDED_EXCLUDES = ",".join(
+    [
+        "com.fasterxml.jackson.core:jackson-annotations",
+        "com.fasterxml.jackson.core:jackson-core",
+        "com.fasterxml.jackson.core:jackson-databind",
+        "com.github.luben:zstd-jni",
+        "com.google.code.findbugs:jsr305",
+        "commons-pool:commons-pool",
+        "io.airlift:aircompressor",
+        "org.apache.hadoop:hadoop-client-api",
+        "org.apache.hadoop:hadoop-client-runtime",
+        "org.apache.logging.log4j:log4j-api",
+        "org.apache.logging.log4j:log4j-core",
+        "org.apache.logging.log4j:log4j-slf4j2-impl",
+        "org.apache.parquet:parquet-column",
+        "org.apache.parquet:parquet-common",
+        "org.apache.parquet:parquet-encoding",
+        "org.apache.parquet:parquet-format-structures",
+        "org.apache.parquet:parquet-hadoop",
+        "org.apache.parquet:parquet-jackson",
+        "org.locationtech.jts:jts-core",
+        "org.roaringbitmap:RoaringBitmap",
+        "org.slf4j:slf4j-api",
+        "org.xerial.snappy:snappy-java",
+    ]
+)
 
 
 def plugin_jar() -> Path:

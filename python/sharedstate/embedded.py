@@ -31,8 +31,10 @@ from typing import Any
 try:  # the package's error type when the full package is present
     from sharedstate.errors import SharedStateError
 except ImportError:  # pragma: no cover - embedded.py on its own
+
     class SharedStateError(ValueError):
         """Bad input or misuse of a State: the message names the problem and what is allowed."""
+
 
 __all__ = ["Engine", "EmbeddedState", "Found", "NOT_YET", "SharedStateError", "find_jars", "start"]
 
@@ -70,14 +72,19 @@ def find_jars(jar: str | os.PathLike | None = None) -> list[Path]:
         candidates.append(Path(os.environ["SHAREDSTATE_JAR"]))
     else:
         candidates += sorted(Path(p) for p in glob.glob(str(_PACKAGE_DIR / "jars" / "sharedstate-spark_2.13-*.jar")))
-        candidates += sorted(Path(p) for p in glob.glob(
-            str(_CHECKOUT / "jvm" / "core" / "target" / "scala-2.13" / "sharedstate-core_2.13-*.jar")))
+        candidates += sorted(
+            Path(p)
+            for p in glob.glob(
+                str(_CHECKOUT / "jvm" / "core" / "target" / "scala-2.13" / "sharedstate-core_2.13-*.jar")
+            )
+        )
     found = [c for c in candidates if c.is_file()]
     if not found:
         where = ", ".join(str(c) for c in candidates) or "(no candidate)"
         raise FileNotFoundError(
             f"No sharedstate jar found (looked at: {where}). Build one with `bin/sbt core/package`, "
-            "pass start(jar=...), or set SHAREDSTATE_JAR.")
+            "pass start(jar=...), or set SHAREDSTATE_JAR."
+        )
     return [found[0], _scala_library()]
 
 
@@ -93,8 +100,8 @@ def _scala_library() -> Path:
 def _micros(t: int | _dt.datetime) -> int:
     if isinstance(t, _dt.datetime):
         if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            t = t.replace(tzinfo=_dt.UTC)
+        delta = t - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
         return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(t, bool) or not isinstance(t, int):
         raise SharedStateError(f"A time is microseconds since the epoch (int) or a datetime, got {t!r}.")
@@ -122,12 +129,31 @@ class Engine:
         except self._exception as e:
             raise SharedStateError(str(e.getMessage())) from None
 
-    def create_state(self, name: str, key: str, value: str, rule: str = "replace", partitions: int = 4,
-                     compaction: str = "keep_latest", lateness: str = "reject", memory_limit_bytes: int = 0,
-                     fetch_rules: list[str] | None = None) -> EmbeddedState:
+    def create_state(
+        self,
+        name: str,
+        key: str,
+        value: str,
+        rule: str = "replace",
+        partitions: int = 4,
+        compaction: str = "keep_latest",
+        lateness: str = "reject",
+        memory_limit_bytes: int = 0,
+        fetch_rules: list[str] | None = None,
+    ) -> EmbeddedState:
         """Creates a State (or opens the identical existing one). Schemas are DDL: "ad_id STRING"."""
-        java_state = self._call(self._api.create, name, key, value, partitions, rule, compaction, lateness,
-                                memory_limit_bytes, ",".join(fetch_rules or []))
+        java_state = self._call(
+            self._api.create,
+            name,
+            key,
+            value,
+            partitions,
+            rule,
+            compaction,
+            lateness,
+            memory_limit_bytes,
+            ",".join(fetch_rules or []),
+        )
         return EmbeddedState(self, java_state)
 
     def state(self, name: str) -> EmbeddedState:
@@ -217,8 +243,12 @@ class EmbeddedState:
 
     def update(self, key: Any, time: int | _dt.datetime, value: Any) -> None:
         """Adds (key, time, value) to the open epoch. Keys and values: a scalar, a tuple or a dict by column."""
-        self._engine._call(self._j.update, self._row(key, self.key_columns, "key"), _micros(time),
-                           self._row(value, self.value_columns, "value"))
+        self._engine._call(
+            self._j.update,
+            self._row(key, self.key_columns, "key"),
+            _micros(time),
+            self._row(value, self.value_columns, "value"),
+        )
 
     def commit(self, progress: int | _dt.datetime) -> dict[str, int]:
         """Commits the open epoch with this writer's progress (its watermark); U advances and updates below it apply."""
@@ -237,15 +267,23 @@ class EmbeddedState:
 
     def progress(self) -> dict[str, int | None]:
         """{"update": U, "fetch": F} in microseconds; None stands for -/+ infinity."""
+
         def finite(t: int) -> int | None:
-            return None if t in (-(2 ** 63), 2 ** 63 - 1) else t
+            return None if t in (-(2**63), 2**63 - 1) else t
+
         return {"update": finite(int(self._j.updateProgress())), "fetch": finite(int(self._j.fetchProgress()))}
 
     def metrics(self) -> dict[str, int]:
         m = self._j.metrics()
-        return {"keys": int(m.keys()), "pairs": int(m.pairs()), "bytes": int(m.bytesHeld()),
-                "raw_bytes": int(m.rawBytes()), "updates_applied": int(m.updatesApplied()),
-                "updates_waiting": int(m.updatesStaged()), "updates_rejected": int(m.updatesRejected())}
+        return {
+            "keys": int(m.keys()),
+            "pairs": int(m.pairs()),
+            "bytes": int(m.bytesHeld()),
+            "raw_bytes": int(m.rawBytes()),
+            "updates_applied": int(m.updatesApplied()),
+            "updates_waiting": int(m.updatesStaged()),
+            "updates_rejected": int(m.updatesRejected()),
+        }
 
     # ---- fetches ----
 
@@ -263,25 +301,41 @@ class EmbeddedState:
 
     def _fetch(self, key, time, rule, start, mode, staleness, wait_ms):
         k = self._row(key, self.key_columns, "key")
-        frm = -(2 ** 63) if start is None else _micros(start)
+        frm = -(2**63) if start is None else _micros(start)
         if wait_ms is None:
             return self._answer(self._engine._call(self._j.fetch, k, _micros(time), rule, frm, mode, staleness))
-        return self._answer(self._engine._call(self._j.fetchWaiting, k, _micros(time), rule, frm, mode, staleness, wait_ms))
+        return self._answer(
+            self._engine._call(self._j.fetchWaiting, k, _micros(time), rule, frm, mode, staleness, wait_ms)
+        )
 
-    def fetch(self, key: Any, time: int | _dt.datetime, mode: str = "committed", staleness: int = 0,
-              wait_ms: int | None = None):
+    def fetch(
+        self,
+        key: Any,
+        time: int | _dt.datetime,
+        mode: str = "committed",
+        staleness: int = 0,
+        wait_ms: int | None = None,
+    ):
         """`latest`: Found(time, value) of the newest pair at or before `time`, None if there is none,
         or NOT_YET while `time` is not below U (read-committed) or `time - staleness` is not
         (read-uncommitted). With wait_ms, waits that long in the pending queue for U to pass."""
         return self._fetch(key, time, "latest", None, mode, staleness, wait_ms)
 
-    def fetch_range(self, key: Any, start: int | _dt.datetime, end: int | _dt.datetime, mode: str = "committed",
-                    staleness: int = 0):
+    def fetch_range(
+        self, key: Any, start: int | _dt.datetime, end: int | _dt.datetime, mode: str = "committed", staleness: int = 0
+    ):
         """[(time, value), ...] of the pairs with start <= time <= end, or NOT_YET."""
         return self._fetch(key, end, "range", start, mode, staleness, None)
 
-    def fetch_aggregate(self, key: Any, function: str, start: int | _dt.datetime, end: int | _dt.datetime,
-                        mode: str = "committed", staleness: int = 0):
+    def fetch_aggregate(
+        self,
+        key: Any,
+        function: str,
+        start: int | _dt.datetime,
+        end: int | _dt.datetime,
+        mode: str = "committed",
+        staleness: int = 0,
+    ):
         """sum, count, min, max, avg or collect over the pairs in [start, end], as a dict of columns;
         None for an empty range (count gives 0, collect []), or NOT_YET."""
         return self._fetch(key, end, function, start, mode, staleness, None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sharedstate._jvm import api
 from sharedstate.errors import translated
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _time(micros: int | None) -> datetime | None:
@@ -34,7 +34,7 @@ class State:
         rule: str = "replace",
         partitions: int = 8,
         root: str | None = None,
-    ) -> "State":
+    ) -> State:
         """Creates a State, or returns the existing one if it has exactly this definition.
 
         ``key`` and ``value`` are DDL column lists (``"ad_id STRING"``, ``"user STRING, day DATE"``);
@@ -48,7 +48,7 @@ class State:
         return State(spark, json.loads(text))
 
     @staticmethod
-    def get(spark: SparkSession, name: str, read_only: bool | None = None, root: str | None = None) -> "State":
+    def get(spark: SparkSession, name: str, read_only: bool | None = None, root: str | None = None) -> State:
         """The existing State called ``name``: one of this application, or a durable one found under
         ``root`` (default ``spark.sharedstate.root``), rebuilt from its tables; unknown names raise
         SharedStateError.
@@ -142,8 +142,12 @@ class State:
         The stream is a reader of the State: compaction keeps every pair it has not read yet.
         """
         with translated():
-            return (self._spark.readStream.format("sharedstate").option("state", self.name)
-                    .option("startingOffsets", starting_offsets).load())
+            return (
+                self._spark.readStream.format("sharedstate")
+                .option("state", self.name)
+                .option("startingOffsets", starting_offsets)
+                .load()
+            )
 
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
@@ -178,4 +182,7 @@ class State:
 
     def __repr__(self) -> str:
         d = self._description
-        return f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, partitions={d['partitions']})"
+        return (
+            f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, "
+            f"partitions={d['partitions']})"
+        )

@@ -17,25 +17,41 @@ import time
 from pathlib import Path
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:
-    spark = ss.session("durable-stream-app", master="local[3]",
-                       **{"spark.sharedstate.root": str(workdir / "root"), "spark.sql.shuffle.partitions": "2",
-                          # the restart after kill -9 takes the root over once the dead lease runs out
-                          "spark.sharedstate.owner.lease": "5 seconds"})
+    spark = ss.session(
+        "durable-stream-app",
+        master="local[3]",
+        **{
+            "spark.sharedstate.root": str(workdir / "root"),
+            "spark.sql.shuffle.partitions": "2",
+            # the restart after kill -9 takes the root over once the dead lease runs out
+            "spark.sharedstate.owner.lease": "5 seconds",
+        },
+    )
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=3)
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-    writer = (updates.writeStream.format("sharedstate").option("state", name).option("key", "ad_id")
-              .option("time", "ts").option("lateness", "20 seconds")
-              .option("checkpointLocation", str(workdir / "ck-updates"))
-              .trigger(processingTime="400 milliseconds").start())
+    writer = (
+        updates.writeStream.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
     joined = ss.fetch_join(events, name, key="ad_id", time="ts", how="left")
-    reader = (joined.writeStream.format("parquet").option("path", str(workdir / "out"))
-              .option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(processingTime="400 milliseconds").start())
+    reader = (
+        joined.writeStream.format("parquet")
+        .option("path", str(workdir / "out"))
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
 
     def rows() -> int:
         for q in (writer, reader):

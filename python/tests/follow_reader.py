@@ -10,9 +10,9 @@ and this State has caught up to it; then tries to write, and writes WORKDIR/foll
 from __future__ import annotations
 
 import json
-from datetime import datetime
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +21,16 @@ import sharedstate as ss
 
 
 def main(root: str, name: str, workdir: Path, master: str = "local[2]") -> None:
-    spark = ss.session("follow-reader", master=master, **{
-        "spark.sharedstate.root": root, "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
-        "spark.sharedstate.follow.interval": "500 milliseconds"})
+    spark = ss.session(
+        "follow-reader",
+        master=master,
+        **{
+            "spark.sharedstate.root": root,
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sharedstate.follow.interval": "500 milliseconds",
+        },
+    )
     try:
         state = ss.State.get(spark, name, read_only=True)
         (workdir / "reader-ready").write_text("ready")
@@ -35,16 +42,29 @@ def main(root: str, name: str, workdir: Path, master: str = "local[2]") -> None:
             if u is not None:
                 top = u.tz_convert("UTC").tz_localize(None) if u.tzinfo else u
                 probes = [str(top - pd.Timedelta(microseconds=1)), str(top - pd.Timedelta(seconds=90))]
-                seen.append({"update": str(u), "as_of": {t: sorted([r.ad_id, r.campaign] for r in state.as_of(t).collect())
-                                                         for t in probes}})
+                seen.append(
+                    {
+                        "update": str(u),
+                        "as_of": {t: sorted([r.ad_id, r.campaign] for r in state.as_of(t).collect()) for t in probes},
+                    }
+                )
             done = workdir / "writer-done"
             if done.exists() and u is not None and u >= pd.Timestamp(done.read_text()):
                 break
             time.sleep(0.5)
         errors = {}
         try:
-            (spark.createDataFrame([("ad000", datetime(2020, 1, 1), "x")], "ad_id STRING, ts TIMESTAMP, campaign STRING")
-             .write.format("sharedstate").mode("append").option("state", name).option("key", "ad_id").option("time", "ts").save())
+            (
+                spark.createDataFrame(
+                    [("ad000", datetime(2020, 1, 1), "x")], "ad_id STRING, ts TIMESTAMP, campaign STRING"
+                )
+                .write.format("sharedstate")
+                .mode("append")
+                .option("state", name)
+                .option("key", "ad_id")
+                .option("time", "ts")
+                .save()
+            )
         except Exception as e:  # noqa: BLE001 - the message is what the test checks
             errors["write"] = str(e)
         try:
@@ -52,9 +72,18 @@ def main(root: str, name: str, workdir: Path, master: str = "local[2]") -> None:
         except Exception as e:  # noqa: BLE001
             errors["snapshot"] = str(e)
         late = [[r.key.ad_id, str(r.time), r.reason] for r in state.late_updates().collect()]
-        (workdir / "follow.json").write_text(json.dumps({"read_only": state.read_only, "seen": seen, "errors": errors,
-                                                         "late": late, "app_id": spark.sparkContext.applicationId,
-                                                         "hosts": state._description.get("hosts")}))
+        (workdir / "follow.json").write_text(
+            json.dumps(
+                {
+                    "read_only": state.read_only,
+                    "seen": seen,
+                    "errors": errors,
+                    "late": late,
+                    "app_id": spark.sparkContext.applicationId,
+                    "hosts": state._description.get("hosts"),
+                }
+            )
+        )
     finally:
         spark.stop()
 

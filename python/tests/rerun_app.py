@@ -20,20 +20,34 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
 
-LATER_UPDATES = pd.DataFrame({"ad_id": ["a", "z"], "campaign": ["c2", "u100"],
-                              "ts": pd.to_datetime([35, 100], unit="s", utc=True)})
+LATER_UPDATES = pd.DataFrame(
+    {"ad_id": ["a", "z"], "campaign": ["c2", "u100"], "ts": pd.to_datetime([35, 100], unit="s", utc=True)}
+)
 
 
 def main(workdir: Path, name: str, phase: str) -> None:
-    spark = ss.session("rerun-app", master="local[3]",
-                       **{"spark.sharedstate.root": str(workdir / "root"), "spark.sql.shuffle.partitions": "2",
-                          "spark.sharedstate.owner.lease": "5 seconds"})
+    spark = ss.session(
+        "rerun-app",
+        master="local[3]",
+        **{
+            "spark.sharedstate.root": str(workdir / "root"),
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sharedstate.owner.lease": "5 seconds",
+        },
+    )
     ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=2)
-    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
-              .format("sharedstate").option("state", name).option("key", "ad_id").option("time", "ts")
-              .option("checkpointLocation", str(workdir / "ck-updates")).start())
+    writer = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .start()
+    )
     writer.processAllAvailable()
     attempts = workdir / "attempts"
     attempts.mkdir(exist_ok=True)
@@ -49,9 +63,14 @@ def main(workdir: Path, name: str, phase: str) -> None:
             time.sleep(3600)
 
     events = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
-    reader = (ss.fetch_join(events, name, key="ad_id", time="ts").select("event_id", "campaign")
-              .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(processingTime="200 milliseconds").start())
+    reader = (
+        ss.fetch_join(events, name, key="ad_id", time="ts")
+        .select("event_id", "campaign")
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
     if phase == "first":
         reader.awaitTermination()
         return

@@ -8,17 +8,29 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
 
 
 def test_bulk_load_makes_everything_final(spark, workdir, state_name):
     rng = np.random.default_rng(31)
-    history = pd.DataFrame({"ad_id": [f"ad{k}" for k in rng.integers(0, 20, size=300)],
-                            "ts": pd.to_datetime(rng.choice(10**9, size=300, replace=False), unit="us", utc=True),
-                            "campaign": [f"c{c}" for c in rng.integers(0, 9, size=300)]})
+    history = pd.DataFrame(
+        {
+            "ad_id": [f"ad{k}" for k in rng.integers(0, 20, size=300)],
+            "ts": pd.to_datetime(rng.choice(10**9, size=300, replace=False), unit="us", utc=True),
+            "campaign": [f"c{c}" for c in rng.integers(0, 9, size=300)],
+        }
+    )
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3)
-    (spark.createDataFrame(history.sample(frac=1.0, random_state=2)).repartition(4).write.format("sharedstate")
-     .option("state", state_name).option("key", "ad_id").option("time", "ts").mode("append").save())
+    (
+        spark.createDataFrame(history.sample(frac=1.0, random_state=2))
+        .repartition(4)
+        .write.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .mode("append")
+        .save()
+    )
 
     progress = state.progress()
     assert progress["update_is"] == "+infinity" and progress["updates_applied"] == 300
@@ -35,9 +47,16 @@ def test_bulk_load_makes_everything_final(spark, workdir, state_name):
     # A streaming writer takes over: U is held by it again and moves with its commits.
     more = pd.DataFrame({"ad_id": ["ad1"], "ts": pd.to_datetime([2 * 10**9], unit="us", utc=True), "campaign": ["new"]})
     write_batches(workdir / "updates", [more])
-    q = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream.format("sharedstate")
-         .option("state", state_name).option("key", "ad_id").option("time", "ts")
-         .option("checkpointLocation", str(workdir / "ck")).start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .start()
+    )
     q.processAllAvailable()
     q.stop()
     after = state.progress()
@@ -47,8 +66,9 @@ def test_bulk_load_makes_everything_final(spark, workdir, state_name):
 
 def test_bulk_load_checks_options_when_saving(spark, state_name):
     ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING")
-    frame = spark.createDataFrame(pd.DataFrame({"ad_id": ["a"], "campaign": ["c"],
-                                                "ts": pd.to_datetime([1], unit="s", utc=True)}))
+    frame = spark.createDataFrame(
+        pd.DataFrame({"ad_id": ["a"], "campaign": ["c"], "ts": pd.to_datetime([1], unit="s", utc=True)})
+    )
     with pytest.raises(Exception, match="Option 'time' is required"):
         frame.write.format("sharedstate").option("state", state_name).option("key", "ad_id").mode("append").save()
     assert ss.State.get(spark, state_name).progress()["updates_applied"] == 0

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 def _write(spark, workdir, state_name, seed: int, partitions: int):
@@ -21,10 +21,17 @@ def _write(spark, workdir, state_name, seed: int, partitions: int):
     write_batches(workdir / "updates", work.update_batches)
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=partitions)
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-    writer = (updates.writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id")
-              .option("time", "ts").option("value", "campaign").option("lateness", "20 seconds")
-              .option("checkpointLocation", str(workdir / "ck-updates"))
-              .trigger(processingTime="200 milliseconds").start())
+    writer = (
+        updates.writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "campaign")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
     return work, state, writer
 
 
@@ -42,8 +49,11 @@ def _files_read(writer) -> int:
 
 
 def _final_u(state, writer, total_batches: int):
-    wait_until(lambda: writer.exception() is not None or _files_read(writer) >= total_batches,
-               timeout=180, what="the writer to read every update file")
+    wait_until(
+        lambda: writer.exception() is not None or _files_read(writer) >= total_batches,
+        timeout=180,
+        what="the writer to read every update file",
+    )
     # the batch that read the last file has committed once the writer's progress reports it
     wait_until(lambda: state.progress()["update"] is not None and _files_read(writer) >= total_batches, timeout=30)
     assert writer.exception() is None, writer.exception()
@@ -57,8 +67,13 @@ def test_micro_batch_change_stream_delivers_each_final_update_once_in_time_order
     def keep(df, batch_id):
         batches[batch_id] = df.withColumn("p", F.spark_partition_id()).toPandas()
 
-    changes = (state.changes().writeStream.foreachBatch(keep)
-               .option("checkpointLocation", str(workdir / "ck-changes")).trigger(processingTime="300 milliseconds").start())
+    changes = (
+        state.changes()
+        .writeStream.foreachBatch(keep)
+        .option("checkpointLocation", str(workdir / "ck-changes"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
     u = _final_u(state, writer, len(work.update_batches))
     expected = _expected(work, u)
     time_col = state.time_column
@@ -90,8 +105,14 @@ def test_micro_batch_change_stream_delivers_each_final_update_once_in_time_order
 def test_continuous_change_stream_delivers_each_final_update_once(spark, workdir, state_name):
     work, state, writer = _write(spark, workdir, state_name, seed=22, partitions=2)
     out = f"changes_{state_name}"
-    changes = (state.changes().writeStream.format("memory").queryName(out)
-               .option("checkpointLocation", str(workdir / "ck-changes")).trigger(continuous="200 milliseconds").start())
+    changes = (
+        state.changes()
+        .writeStream.format("memory")
+        .queryName(out)
+        .option("checkpointLocation", str(workdir / "ck-changes"))
+        .trigger(continuous="200 milliseconds")
+        .start()
+    )
     u = _final_u(state, writer, len(work.update_batches))
     expected = _expected(work, u)
 
@@ -116,8 +137,15 @@ def test_change_stream_options_are_checked(spark, state_name):
     with pytest.raises(Exception, match="startingOffsets.*earliest"):
         spark.readStream.format("sharedstate").option("state", state_name).option("startingOffsets", "newest").load()
     with pytest.raises(Exception, match="asOf"):
-        q = (spark.readStream.format("sharedstate").option("state", state_name).option("asOf", "2026-01-01 00:00:00")
-             .load().writeStream.format("memory").queryName(f"bad_{state_name}").start())
+        q = (
+            spark.readStream.format("sharedstate")
+            .option("state", state_name)
+            .option("asOf", "2026-01-01 00:00:00")
+            .load()
+            .writeStream.format("memory")
+            .queryName(f"bad_{state_name}")
+            .start()
+        )
         q.processAllAvailable()
     with pytest.raises(Exception, match="Unknown read option.*asof_typo"):
         spark.read.format("sharedstate").option("state", state_name).option("asof_typo", "x").load().collect()
@@ -133,13 +161,20 @@ def test_micro_batch_change_stream_restarted_from_its_checkpoint_misses_and_repe
         batches[batch_id] = df.toPandas()
 
     def start():
-        return (state.changes().writeStream.foreachBatch(keep)
-                .option("checkpointLocation", str(workdir / "ck-changes")).trigger(processingTime="300 milliseconds")
-                .start())
+        return (
+            state.changes()
+            .writeStream.foreachBatch(keep)
+            .option("checkpointLocation", str(workdir / "ck-changes"))
+            .trigger(processingTime="300 milliseconds")
+            .start()
+        )
 
     first = start()
-    wait_until(lambda: first.exception() is not None or sum(len(b) for b in batches.values()) > 0, timeout=120,
-               what="the first changes")
+    wait_until(
+        lambda: first.exception() is not None or sum(len(b) for b in batches.values()) > 0,
+        timeout=120,
+        what="the first changes",
+    )
     assert first.exception() is None, first.exception()
     first.stop()
     u = _final_u(state, writer, len(work.update_batches))  # U moves on while the change query is down

@@ -12,9 +12,9 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import to_spark_parquet
-from oracles import asof_expected, utc
-from streams import wait_until
+from sharedstate.testing.adcamp import to_spark_parquet
+from sharedstate.testing.oracles import asof_expected, utc
+from sharedstate.testing.streams import wait_until
 
 KEYS = 4
 FILE_SPAN_S = 2
@@ -29,11 +29,13 @@ def _write_updates(directory, start: pd.Timestamp, files: int, seed: int) -> pd.
     for i in range(files):
         n = 6
         offsets = np.sort(rng.choice(FILE_SPAN_S * 1_000_000, size=n, replace=False))
-        frame = pd.DataFrame({
-            "k": rng.integers(0, KEYS, size=n).astype("int64"),
-            "ts": start + pd.to_timedelta(i * FILE_SPAN_S * 1_000_000 + offsets, unit="us"),
-            "v": (i * 100 + np.arange(n)).astype("int64"),
-        }).sample(frac=1.0, random_state=i)
+        frame = pd.DataFrame(
+            {
+                "k": rng.integers(0, KEYS, size=n).astype("int64"),
+                "ts": start + pd.to_timedelta(i * FILE_SPAN_S * 1_000_000 + offsets, unit="us"),
+                "v": (i * 100 + np.arange(n)).astype("int64"),
+            }
+        ).sample(frac=1.0, random_state=i)
         path = directory / f"part-{i:05d}.parquet"
         to_spark_parquet(frame, path)
         os.utime(path, (base + i, base + i))
@@ -46,16 +48,35 @@ def test_continuous_fetch_join_equals_offline_asof_join(spark, workdir, state_na
     start = pd.Timestamp.now(tz="UTC").floor("s") - pd.Timedelta(seconds=20)
     updates = _write_updates(workdir / "updates", start, files=40, seed=4)  # event time start .. start + 80 s
 
-    events = (spark.readStream.format("rate").option("rowsPerSecond", 20).option("numPartitions", 1).load()
-              .select(F.col("value").alias("event_id"), (F.col("value") % KEYS).alias("k"), F.col("timestamp").alias("ts")))
+    events = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 20)
+        .option("numPartitions", 1)
+        .load()
+        .select(F.col("value").alias("event_id"), (F.col("value") % KEYS).alias("k"), F.col("timestamp").alias("ts"))
+    )
     joined = ss.fetch_join(events, state_name, key="k", time="ts", continuous=True)
     out = f"out_{state_name}"
-    reader = (joined.writeStream.format("memory").queryName(out).option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(continuous="200 milliseconds").start())
-    writer = (spark.readStream.schema("k BIGINT, ts TIMESTAMP, v BIGINT").option("maxFilesPerTrigger", 1)
-              .parquet(str(workdir / "updates")).writeStream.format("sharedstate").option("state", state_name)
-              .option("key", "k").option("time", "ts").option("value", "v")
-              .option("checkpointLocation", str(workdir / "ck-updates")).trigger(processingTime="500 milliseconds").start())
+    reader = (
+        joined.writeStream.format("memory")
+        .queryName(out)
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(continuous="200 milliseconds")
+        .start()
+    )
+    writer = (
+        spark.readStream.schema("k BIGINT, ts TIMESTAMP, v BIGINT")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "k")
+        .option("time", "ts")
+        .option("value", "v")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
 
     pending_seen = []
 
@@ -75,8 +96,11 @@ def test_continuous_fetch_join_equals_offline_asof_join(spark, workdir, state_na
     # answered in arrival order per partition would not hold (replies come as U passes them), but
     # every event up to the last answered one is there: the rate source numbers them 0, 1, 2, ...
     assert sorted(got["event_id"]) == list(range(len(got)))
-    expected = asof_expected(got[["event_id", "k", "ts"]], updates, key="k", value="v",
-                             time_column=f"{state_name}_time").sort_values("event_id").reset_index(drop=True)
+    expected = (
+        asof_expected(got[["event_id", "k", "ts"]], updates, key="k", value="v", time_column=f"{state_name}_time")
+        .sort_values("event_id")
+        .reset_index(drop=True)
+    )
     got = got.sort_values("event_id").reset_index(drop=True)
     want = [None if pd.isna(x) else int(x) for x in expected["want"]]
     have = [None if pd.isna(x) else int(x) for x in got["v"]]

@@ -11,8 +11,8 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from oracles import rate_prefix_gaps
-from streams import wait_until
+from sharedstate.testing.oracles import rate_prefix_gaps
+from sharedstate.testing.streams import wait_until
 
 PARTITIONS = 2
 KEYS = 4  # a multiple of PARTITIONS: rows of different partitions never share a (key, time)
@@ -20,11 +20,24 @@ KEYS = 4  # a multiple of PARTITIONS: rows of different partitions never share a
 
 def test_continuous_write_applies_each_final_update_exactly_once(spark, workdir, state_name):
     state = ss.State.create(spark, state_name, key="k BIGINT", value="v BIGINT", partitions=2)
-    rows = (spark.readStream.format("rate").option("rowsPerSecond", 40).option("numPartitions", PARTITIONS).load()
-            .select((F.col("value") % KEYS).alias("k"), F.col("timestamp").alias("ts"), F.col("value").alias("v")))
-    query = (rows.writeStream.format("sharedstate").option("state", state_name).option("key", "k")
-             .option("time", "ts").option("value", "v").option("lateness", "1 second")
-             .option("checkpointLocation", str(workdir / "ck")).trigger(continuous="300 milliseconds").start())
+    rows = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 40)
+        .option("numPartitions", PARTITIONS)
+        .load()
+        .select((F.col("value") % KEYS).alias("k"), F.col("timestamp").alias("ts"), F.col("value").alias("v"))
+    )
+    query = (
+        rows.writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "k")
+        .option("time", "ts")
+        .option("value", "v")
+        .option("lateness", "1 second")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .trigger(continuous="300 milliseconds")
+        .start()
+    )
 
     def enough() -> bool:
         if query.exception() is not None:
@@ -38,7 +51,9 @@ def test_continuous_write_applies_each_final_update_exactly_once(spark, workdir,
     assert u is not None
 
     # Every pair the State holds below U, read back by a batch range fetch just below U.
-    probe = spark.createDataFrame([(k, u - pd.Timedelta(microseconds=1)) for k in range(KEYS)], "k BIGINT, ts TIMESTAMP")
+    probe = spark.createDataFrame(
+        [(k, u - pd.Timedelta(microseconds=1)) for k in range(KEYS)], "k BIGINT, ts TIMESTAMP"
+    )
     pairs = ss.fetch_join(probe, state_name, key="k", time="ts", rule="range", window="1 day").collect()
     held = [(row.k, p[f"{state_name}_time"], p.v) for row in pairs for p in row[f"{state_name}_range"]]
     late = state.late_updates().toPandas()

@@ -13,14 +13,15 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, write_batches
 
 READER = Path(__file__).with_name("durable_reader.py")
 
 
 def read_in_new_application(root: Path, name: str, probes: list[str], out: Path) -> dict:
-    subprocess.run([sys.executable, str(READER), str(root), name, json.dumps(probes), str(out)], check=True,
-                   timeout=600)
+    subprocess.run(
+        [sys.executable, str(READER), str(root), name, json.dumps(probes), str(out)], check=True, timeout=600
+    )
     return json.loads(out.read_text())
 
 
@@ -31,10 +32,18 @@ def oracle_as_of(accepted: pd.DataFrame, t: pd.Timestamp) -> list[list[str]]:
 
 def stream_updates(spark, work, name: str, workdir: Path) -> None:
     write_batches(workdir / "updates", work.update_batches)
-    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-         .writeStream.format("sharedstate").option("state", name).option("key", "ad_id").option("time", "ts")
-         .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
-         .option("checkpointLocation", str(workdir / "ck")).start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .start()
+    )
     q.processAllAvailable()
     q.stop()
 
@@ -42,8 +51,9 @@ def stream_updates(spark, work, name: str, workdir: Path) -> None:
 def test_a_new_application_recovers_the_state_from_its_root(spark, workdir, state_name):
     work = make_workload(seed=11, keys=15, changes_per_key=8, late_fraction=0.1)
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3,
-                            root=str(root))
+    state = ss.State.create(
+        spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3, root=str(root)
+    )
     stream_updates(spark, work, state_name, workdir)
 
     late = expected_late(work)
@@ -61,7 +71,8 @@ def test_a_new_application_recovers_the_state_from_its_root(spark, workdir, stat
     assert pd.Timestamp(there["update"]) == u
     assert there["updates_rejected"] == progress["updates_rejected"] == len(late)
     assert sorted(map(tuple, (x[:2] for x in there["late"]))) == sorted(
-        (a, str(pd.Timestamp(t).tz_convert(None))) for a, t in zip(late["ad_id"], late["ts"]))
+        (a, str(pd.Timestamp(t).tz_convert(None))) for a, t in zip(late["ad_id"], late["ts"])
+    )
     assert {x[2] for x in there["late"]} == {"late"}
     assert (root / state_name / "changelog" / "_delta_log").is_dir()
     assert (root / state_name / "metadata" / "_delta_log").is_dir()

@@ -10,8 +10,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import make_workload
-
+from sharedstate.testing.adcamp import make_workload
 from test_durability import stream_updates
 
 
@@ -19,14 +18,15 @@ def unsafe_row_string(data: bytes) -> str:
     """The first (only) STRING field of a Spark UnsafeRow: null bits, then offset<<32 | size."""
     word = int.from_bytes(data[8:16], "little")
     offset, size = word >> 32, word & 0xFFFFFFFF
-    return data[offset:offset + size].decode("utf-8")
+    return data[offset : offset + size].decode("utf-8")
 
 
 def test_delta_rs_reads_the_tables_and_a_pandas_replay_equals_the_state(spark, workdir, state_name):
     work = make_workload(seed=23, keys=12, changes_per_key=6, late_fraction=0.15)
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4,
-                            root=str(root))
+    state = ss.State.create(
+        spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4, root=str(root)
+    )
     stream_updates(spark, work, state_name, workdir)
 
     changelog = DeltaTable(str(root / state_name / "changelog"))
@@ -59,8 +59,9 @@ def test_delta_rs_reads_the_tables_and_a_pandas_replay_equals_the_state(spark, w
         got = sorted((r.ad_id, r.campaign) for r in state.as_of(str(t)).collect())
         assert got == want, t
     late_here = sorted(zip(updates[updates["late"]]["ad_id"], updates[updates["late"]]["timestamp"]))
-    late_state = sorted((r.key.ad_id, int(pd.Timestamp(r.time, tz="UTC").value // 1000))
-                        for r in state.late_updates().collect())
+    late_state = sorted(
+        (r.key.ad_id, int(pd.Timestamp(r.time, tz="UTC").value // 1000)) for r in state.late_updates().collect()
+    )
     assert late_here == late_state and len(late_here) > 0
 
     metadata = DeltaTable(str(root / state_name / "metadata")).to_pandas()

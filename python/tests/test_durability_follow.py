@@ -13,9 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload
-
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, expected_late, make_workload
+from sharedstate.testing.streams import wait_until
 from test_durability import oracle_as_of
 from test_durability_snapshots import add_files
 
@@ -27,24 +26,36 @@ def test_a_read_only_application_follows_the_writer_and_cannot_write(spark, work
     try:
         work = make_workload(seed=17, keys=12, changes_per_key=8, late_fraction=0.1)
         root = workdir / "root"
-        state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3,
-                                root=str(root))
+        state = ss.State.create(
+            spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3, root=str(root)
+        )
         assert not state.read_only
         reader = subprocess.Popen([sys.executable, str(READER), str(root), state_name, str(workdir)])
         try:
-            wait_until(lambda: (workdir / "reader-ready").exists() or reader.poll() is not None, timeout=180,
-                       what="the reader application")
+            wait_until(
+                lambda: (workdir / "reader-ready").exists() or reader.poll() is not None,
+                timeout=180,
+                what="the reader application",
+            )
             assert reader.poll() is None, "the reader application ended early"
             batches = work.update_batches
             add_files(workdir / "updates", batches[:1], 0)
-            q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1)
-                 .parquet(str(workdir / "updates"))
-                 .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id")
-                 .option("time", "ts").option("lateness", f"{work.lateness_us // 1_000_000} seconds")
-                 .option("checkpointLocation", str(workdir / "ck")).trigger(processingTime="200 milliseconds").start())
+            q = (
+                spark.readStream.schema(UPDATE_SCHEMA)
+                .option("maxFilesPerTrigger", 1)
+                .parquet(str(workdir / "updates"))
+                .writeStream.format("sharedstate")
+                .option("state", state_name)
+                .option("key", "ad_id")
+                .option("time", "ts")
+                .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
+                .option("checkpointLocation", str(workdir / "ck"))
+                .trigger(processingTime="200 milliseconds")
+                .start()
+            )
             for i in range(1, len(batches)):  # the writer keeps committing while the reader follows
                 time.sleep(1.5)
-                add_files(workdir / "updates", batches[i:i + 1], i)
+                add_files(workdir / "updates", batches[i : i + 1], i)
             q.processAllAvailable()
             q.stop()
             final_u = state.progress()["update"]
@@ -70,7 +81,8 @@ def test_a_read_only_application_follows_the_writer_and_cannot_write(spark, work
     assert "takes no snapshots" in seen["errors"]["snapshot"]
     late = expected_late(work)
     assert sorted((a, t) for a, t, _ in seen["late"]) == sorted(
-        (a, str(pd.Timestamp(t).tz_convert(None))) for a, t in zip(late["ad_id"], late["ts"]))
+        (a, str(pd.Timestamp(t).tz_convert(None))) for a, t in zip(late["ad_id"], late["ts"])
+    )
 
 
 def test_a_second_owner_is_refused_while_the_first_holds_the_root(spark, workdir, state_name):
@@ -87,7 +99,8 @@ def test_a_second_owner_is_refused_while_the_first_holds_the_root(spark, workdir
         "except Exception as e:\n"
         "    print('REFUSED', e)\n"
         "finally:\n"
-        "    spark.stop()\n")
+        "    spark.stop()\n"
+    )
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300).stdout
     finally:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sharedstate.demos.adcamp_data import accepted_updates, expected_late, make_workload, oracle, write_batches
+from sharedstate.testing.adcamp import accepted_updates, comparable, expected_late, make_workload, oracle, write_batches
 
 APP = Path(__file__).with_name("durable_stream_app.py")
 
@@ -68,14 +68,7 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_equals_the_oracle(workdir)
     time_col = [c for c in got.columns if c.endswith("_time")][0]
     got = got.rename(columns={time_col: "value_time"})
 
-    def norm(df: pd.DataFrame) -> pd.DataFrame:
-        out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-        for c in ("ts", "value_time"):
-            out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
-        out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-        return out.sort_values("event_id").reset_index(drop=True)
-
-    pd.testing.assert_frame_equal(norm(got), norm(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     assert final["updates_rejected"] == len(expected_late(work)) > 0
     for t in probes:
         upto = accepted[accepted["ts"] <= pd.Timestamp(t, tz="UTC")].sort_values("ts").groupby("ad_id").tail(1)

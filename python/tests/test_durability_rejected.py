@@ -13,8 +13,7 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import make_workload
-
+from sharedstate.testing.adcamp import make_workload
 from test_durability import read_in_new_application
 from test_durability_delta_rs import unsafe_row_string
 from test_durability_snapshots import add_files, write_update_files
@@ -31,8 +30,11 @@ def with_null_keys_and_times(batches: list[pd.DataFrame], seed: int) -> list[pd.
         if i % 3 == 1:
             extra.append(pd.DataFrame({"ad_id": [None], "ts": [b["ts"].iloc[0]], "campaign": [f"nokey{i}"]}))
         if i % 4 == 2:
-            extra.append(pd.DataFrame({"ad_id": [f"ad{int(rng.integers(0, 5)):03d}"], "ts": [pd.NaT],
-                                       "campaign": [f"notime{i}"]}))
+            extra.append(
+                pd.DataFrame(
+                    {"ad_id": [f"ad{int(rng.integers(0, 5)):03d}"], "ts": [pd.NaT], "campaign": [f"notime{i}"]}
+                )
+            )
         if extra:
             b = pd.concat([b, *extra], ignore_index=True).sample(frac=1.0, random_state=i).reset_index(drop=True)
             b["ts"] = pd.to_datetime(b["ts"], utc=True)
@@ -64,8 +66,9 @@ def micros(t) -> int | None:
 
 
 def spark_rows(df) -> list[tuple]:
-    return sorted(((r.reason, r.key.ad_id if r.key is not None else None, micros(r.time)) for r in df.collect()),
-                  key=json.dumps)
+    return sorted(
+        ((r.reason, r.key.ad_id if r.key is not None else None, micros(r.time)) for r in df.collect()), key=json.dumps
+    )
 
 
 def test_rejected_table_holds_every_rejection_once_also_after_a_snapshot_and_restart(spark, workdir, state_name):
@@ -75,8 +78,9 @@ def test_rejected_table_holds_every_rejection_once_also_after_a_snapshot_and_res
     reasons = {r[0] for r in expected}
     assert reasons == {"late", "null_key", "null_time"}, reasons
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3,
-                            root=str(root))
+    state = ss.State.create(
+        spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3, root=str(root)
+    )
     half = len(batches) // 2
 
     def run(part: list[pd.DataFrame], first: int) -> None:
@@ -91,8 +95,13 @@ def test_rejected_table_holds_every_rejection_once_also_after_a_snapshot_and_res
 
     # delta-rs reads the table: one row per rejection, each tagged with the journal event and U.
     table = DeltaTable(str(root / state_name / "rejected")).to_pandas()
-    got = sorted(((r, None if k is None else unsafe_row_string(k), None if pd.isna(t) else int(t))
-                  for r, k, t in zip(table["reason"], table["key"], table["timestamp"])), key=json.dumps)
+    got = sorted(
+        (
+            (r, None if k is None else unsafe_row_string(k), None if pd.isna(t) else int(t))
+            for r, k, t in zip(table["reason"], table["key"], table["timestamp"])
+        ),
+        key=json.dumps,
+    )
     assert got == expected
     late = table[table["reason"] == "late"]
     assert (late["timestamp"] < late["update_progress"]).all()
@@ -107,6 +116,11 @@ def test_rejected_table_holds_every_rejection_once_also_after_a_snapshot_and_res
     state.drop()
     there = read_in_new_application(root, state_name, [], workdir / "recovered.json")
     assert there["read_only"] is False
-    assert sorted(((x[2], x[0], None if x[1] is None else micros(pd.Timestamp(x[1]).to_pydatetime()))
-                   for x in there["late"]), key=json.dumps) == expected
+    assert (
+        sorted(
+            ((x[2], x[0], None if x[1] is None else micros(pd.Timestamp(x[1]).to_pydatetime())) for x in there["late"]),
+            key=json.dumps,
+        )
+        == expected
+    )
     assert len(DeltaTable(str(root / state_name / "rejected")).to_pandas()) == len(expected)

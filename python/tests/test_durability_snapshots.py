@@ -12,9 +12,8 @@ import pandas as pd
 from deltalake import DeltaTable
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
-
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, to_spark_parquet
+from sharedstate.testing.streams import wait_until
 from test_durability import oracle_as_of, read_in_new_application
 
 
@@ -40,10 +39,18 @@ def full_snapshots(spark):
 
 def write_update_files(spark, state_name: str, workdir, lateness_us: int) -> None:
     """Runs the updates under workdir/updates through the sink, one file per batch, until all are in."""
-    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-         .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-         .option("lateness", f"{lateness_us // 1_000_000} seconds")
-         .option("checkpointLocation", str(workdir / "ck")).start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", f"{lateness_us // 1_000_000} seconds")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .start()
+    )
     q.processAllAvailable()
     q.stop()
 
@@ -51,17 +58,30 @@ def write_update_files(spark, state_name: str, workdir, lateness_us: int) -> Non
 def test_snapshots_trim_the_changelog_and_recovery_uses_them(spark, workdir, state_name):
     work = make_workload(seed=41, keys=20, changes_per_key=10, late_fraction=0.1)
     batches = work.update_batches
-    thirds = [batches[: len(batches) // 3], batches[len(batches) // 3: 2 * len(batches) // 3],
-              batches[2 * len(batches) // 3:]]
+    thirds = [
+        batches[: len(batches) // 3],
+        batches[len(batches) // 3 : 2 * len(batches) // 3],
+        batches[2 * len(batches) // 3 :],
+    ]
     root = workdir / "root"
     with full_snapshots(spark):
-        state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4,
-                                root=str(root))
+        state = ss.State.create(
+            spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4, root=str(root)
+        )
     add_files(workdir / "updates", thirds[0], first=0)
-    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-         .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-         .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
-         .option("checkpointLocation", str(workdir / "ck")).trigger(processingTime="200 milliseconds").start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", f"{work.lateness_us // 1_000_000} seconds")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
     changelog_path = str(root / state_name / "changelog")
 
     def update_rows() -> int:
@@ -112,8 +132,9 @@ def test_delta_snapshots_hold_only_changed_keys_and_recover(spark, workdir, stat
     work = make_workload(seed=43, keys=40, changes_per_key=6, late_fraction=0.1)
     batches = work.update_batches
     root = workdir / "root"
-    state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2,
-                            root=str(root))
+    state = ss.State.create(
+        spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2, root=str(root)
+    )
     add_files(workdir / "updates", batches[:-2], first=0)
     write_update_files(spark, state_name, workdir, work.lateness_us)
     first = state.snapshot()

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import accepted_updates, make_workload
-
+from sharedstate.testing.adcamp import accepted_updates, make_workload
 from test_durability import oracle_as_of
 from test_durability_snapshots import add_files, full_snapshots, write_update_files
 
@@ -22,13 +21,19 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
     accepted = accepted_updates(work)
     root = workdir / "root"
     with full_snapshots(spark):  # each snapshot a restore point on its own: the second one trims
-        state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2,
-                                root=str(root))
-    reader = (state.changes().writeStream.format("noop").option("checkpointLocation", str(workdir / "ck-changes"))
-              .trigger(processingTime="200 milliseconds").start())  # a reader: its progress is F
+        state = ss.State.create(
+            spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2, root=str(root)
+        )
+    reader = (
+        state.changes()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(workdir / "ck-changes"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )  # a reader: its progress is F
 
     def feed(part: int) -> None:
-        add_files(workdir / "updates", batches[cut[part]:cut[part + 1]], cut[part])
+        add_files(workdir / "updates", batches[cut[part] : cut[part + 1]], cut[part])
         write_update_files(spark, state_name, workdir, work.lateness_us)
         reader.processAllAvailable()
 
@@ -43,6 +48,7 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
         def utc(t) -> pd.Timestamp:
             t = pd.Timestamp(t)
             return t.tz_convert("UTC") if t.tzinfo else t.tz_localize("UTC")
+
         return utc(p["update"]), utc(p["fetch"])
 
     try:
@@ -50,7 +56,9 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
         u1, _ = progress()
         feed(1)
         u2, f2 = progress()
-        assert state.progress()["pairs_compacted"] > 0, "compaction must have dropped versions for this test to mean anything"
+        assert state.progress()["pairs_compacted"] > 0, (
+            "compaction must have dropped versions for this test to mean anything"
+        )
         assert f2 > u1
         early = [u1 - pd.Timedelta(seconds=s) for s in (1, 45, 120)]
         check(early)  # below F: nothing snapshotted yet, so from the changelog's start
@@ -62,7 +70,9 @@ def test_as_of_below_compaction_and_retention(spark, workdir, state_name):
         assert second["changelog_trimmed"], "retention must have trimmed the changelog"
         u3, f3 = progress()
         assert f3 > u2
-        check([u2 + pd.Timedelta(seconds=1), u2 + (f3 - u2) / 2, f3 - pd.Timedelta(seconds=1)])  # from snapshot + changelog
+        check(
+            [u2 + pd.Timedelta(seconds=1), u2 + (f3 - u2) / 2, f3 - pd.Timedelta(seconds=1)]
+        )  # from snapshot + changelog
         check([f3 + (u3 - f3) / 2] if u3 > f3 else [])  # in memory
         with pytest.raises(Exception, match="the oldest time available is") as e:
             state.as_of(str(early[0].tz_convert(None))).collect()

@@ -92,7 +92,7 @@ def test_read_uncommitted_and_pending_fetches(engine):
 
 def test_datetimes_tuples_and_dicts(engine):
     s = new_state(engine, key="user STRING, item BIGINT", value="score DOUBLE, label STRING")
-    t0 = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 20, 10, 0, tzinfo=dt.UTC)
     s.update(("u1", 7), t0, {"score": 0.5, "label": "x"})
     s.commit(progress=t0 + dt.timedelta(seconds=1))
     got = s.fetch({"user": "u1", "item": 7}, t0 + dt.timedelta(milliseconds=1))

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 @pytest.fixture
@@ -103,9 +103,13 @@ def test_fetch_join_validates_at_the_call(spark, workdir, state_name):
 
 def test_null_keys_and_times_go_to_the_rejected_table(spark, workdir, state_name):
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING")
-    frame = pd.DataFrame({"ad_id": ["a", None, "b"],
-                          "ts": pd.to_datetime([1_000_000, 2_000_000, None], unit="us", utc=True),
-                          "campaign": ["c1", "c2", "c3"]})
+    frame = pd.DataFrame(
+        {
+            "ad_id": ["a", None, "b"],
+            "ts": pd.to_datetime([1_000_000, 2_000_000, None], unit="us", utc=True),
+            "campaign": ["c1", "c2", "c3"],
+        }
+    )
     write_batches(workdir / "in", [frame])
     updates = spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "in"))
     q = _writer(updates, workdir, state=state_name, key="ad_id", time="ts").start()
@@ -139,8 +143,10 @@ def test_value_schema_that_does_not_match_the_state_leaves_it_untouched(spark, u
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="clicks BIGINT")
     before = state.progress()
     # the input's campaign column is a STRING, the State's value a BIGINT
-    _fails_at_start(_writer(updates, workdir, state=state_name, key="ad_id", time="ts", value="campaign"),
-                    "Column 'campaign' has type STRING, but State '.*' expects clicks BIGINT")
+    _fails_at_start(
+        _writer(updates, workdir, state=state_name, key="ad_id", time="ts", value="campaign"),
+        "Column 'campaign' has type STRING, but State '.*' expects clicks BIGINT",
+    )
     after = state.progress()
     assert after["writers"] == before["writers"] == {}, "a refused query registers no writer"
     assert after["update_is"] == before["update_is"] and after["keys"] == 0

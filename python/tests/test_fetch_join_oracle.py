@@ -7,11 +7,17 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
+from sharedstate.testing.adcamp import (
+    EVENT_SCHEMA,
+    UPDATE_SCHEMA,
+    accepted_updates,
+    comparable,
+    expected_late,
+    make_workload,
+    oracle,
+    write_batches,
 )
-from streams import drained, wait_until
-
+from sharedstate.testing.streams import drained, wait_until
 
 
 def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame, pd.DataFrame, object]:
@@ -21,17 +27,28 @@ def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame,
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=4)
 
     updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-    writer = (updates.writeStream.format("sharedstate")
-              .option("state", state_name).option("key", "ad_id").option("time", "ts")
-              .option("value", "campaign").option("lateness", "20 seconds")
-              .option("checkpointLocation", str(workdir / "ck-updates"))
-              .trigger(processingTime="300 milliseconds").start())
+    writer = (
+        updates.writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "campaign")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
     joined = ss.fetch_join(events, state_name, key="ad_id", time="ts", how=how)
     out_name = f"out_{state_name}"
-    reader = (joined.writeStream.format("memory").queryName(out_name).outputMode("append")
-              .option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(processingTime="300 milliseconds").start())
+    reader = (
+        joined.writeStream.format("memory")
+        .queryName(out_name)
+        .outputMode("append")
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
 
     expected = oracle(work.events, accepted_updates(work), time_column="value_time")
     if how == "inner":
@@ -53,20 +70,12 @@ def _run(spark, workdir, state_name, seed: int, how: str) -> tuple[pd.DataFrame,
     return got, expected, (work, state)
 
 
-def _normalise(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["event_id", "ad_id", "ts", "campaign", "value_time"]].copy()
-    for c in ("ts", "value_time"):
-        out[c] = pd.to_datetime(out[c], utc=True).astype("datetime64[us, UTC]")
-    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
-    return out.sort_values("event_id").reset_index(drop=True)
-
-
 @pytest.mark.parametrize("seed", [7, 2026])
 def test_left_fetch_join_equals_offline_asof_join(spark, workdir, state_name, seed):
     got, expected, (work, state) = _run(spark, workdir, state_name, seed, how="left")
     assert got["event_id"].is_unique, "an event was emitted twice"
     assert len(got) == len(work.events), "every event is emitted exactly once by a left fetch join"
-    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
     # the input really was adversarial: some events had no value, and some updates were late
     assert expected["campaign"].isna().any()
     late = expected_late(work)
@@ -79,8 +88,12 @@ def test_late_updates_are_listed_and_as_of_reads_match_the_history(spark, workdi
     listed = state.late_updates().toPandas()
     assert len(listed) == len(late) > 0
     assert set(listed["reason"]) == {"late"}
-    listed_keys = sorted(zip(listed["key"].map(lambda r: r["ad_id"]),
-                             pd.to_datetime(listed["time"], utc=True).astype("datetime64[us, UTC]")))
+    listed_keys = sorted(
+        zip(
+            listed["key"].map(lambda r: r["ad_id"]),
+            pd.to_datetime(listed["time"], utc=True).astype("datetime64[us, UTC]"),
+        )
+    )
     late_keys = sorted(zip(late["ad_id"], pd.to_datetime(late["ts"], utc=True).astype("datetime64[us, UTC]")))
     assert listed_keys == late_keys
     # each late update was below the U it arrived at
@@ -110,26 +123,51 @@ def test_inner_fetch_join_drops_events_without_value(spark, workdir, state_name)
     got, expected, _ = _run(spark, workdir, state_name, seed=3, how="inner")
     assert got["campaign"].notna().all()
     assert got["event_id"].is_unique
-    pd.testing.assert_frame_equal(_normalise(got), _normalise(expected), check_dtype=False)
+    pd.testing.assert_frame_equal(comparable(got), comparable(expected), check_dtype=False)
 
 
 def test_batch_fetch_join_over_many_events_of_one_slot_equals_asof_join(spark, state_name):
     """Many more events than one fetch request's chunk share a bucket and reply-time slot."""
     import numpy as np
+
     rng = np.random.default_rng(11)
     keys = [f"k{i}" for i in range(50)]
-    updates = pd.DataFrame({"ad_id": rng.choice(keys, 2000), "campaign": [f"c{i}" for i in range(2000)],
-                            "ts": pd.to_datetime(rng.integers(0, 10_000_000, 2000), unit="us", utc=True)})
+    updates = pd.DataFrame(
+        {
+            "ad_id": rng.choice(keys, 2000),
+            "campaign": [f"c{i}" for i in range(2000)],
+            "ts": pd.to_datetime(rng.integers(0, 10_000_000, 2000), unit="us", utc=True),
+        }
+    )
     updates = updates.drop_duplicates(["ad_id", "ts"])
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
-    (spark.createDataFrame(updates).write.format("sharedstate").option("state", state_name)
-     .option("key", "ad_id").option("time", "ts").mode("append").save())
+    (
+        spark.createDataFrame(updates)
+        .write.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .mode("append")
+        .save()
+    )
     n = 30_000  # all at times in one 100 ms slot, far above the 4,096-event chunk per group
-    events = pd.DataFrame({"event_id": range(n), "ad_id": rng.choice(keys + ["none"], n),
-                           "ts": pd.to_datetime(10_000_000 + rng.integers(0, 50_000, n), unit="us", utc=True)})
-    got = (ss.fetch_join(spark.createDataFrame(events), state, key="ad_id", time="ts").toPandas()
-           .sort_values("event_id").reset_index(drop=True))
-    want = pd.merge_asof(events.sort_values("ts"), updates.sort_values("ts"), on="ts", by="ad_id",
-                         direction="backward").sort_values("event_id").reset_index(drop=True)
+    events = pd.DataFrame(
+        {
+            "event_id": range(n),
+            "ad_id": rng.choice(keys + ["none"], n),
+            "ts": pd.to_datetime(10_000_000 + rng.integers(0, 50_000, n), unit="us", utc=True),
+        }
+    )
+    got = (
+        ss.fetch_join(spark.createDataFrame(events), state, key="ad_id", time="ts")
+        .toPandas()
+        .sort_values("event_id")
+        .reset_index(drop=True)
+    )
+    want = (
+        pd.merge_asof(events.sort_values("ts"), updates.sort_values("ts"), on="ts", by="ad_id", direction="backward")
+        .sort_values("event_id")
+        .reset_index(drop=True)
+    )
     assert len(got) == n
     assert got["campaign"].fillna("-").tolist() == want["campaign"].fillna("-").tolist()

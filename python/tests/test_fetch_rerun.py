@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
-from streams import drained, wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import drained, wait_until
 
 
 def _updates(times, keys, campaigns):
@@ -20,8 +20,15 @@ def _updates(times, keys, campaigns):
 
 
 def _events(ids, times):
-    return pd.DataFrame({"event_id": ids, "user_id": "u", "ad_id": "a",
-                         "ts": pd.to_datetime(times, unit="s", utc=True), "clicked": False})
+    return pd.DataFrame(
+        {
+            "event_id": ids,
+            "user_id": "u",
+            "ad_id": "a",
+            "ts": pd.to_datetime(times, unit="s", utc=True),
+            "clicked": False,
+        }
+    )
 
 
 class _SinkThatCrashesOnce:
@@ -47,9 +54,16 @@ def _state_at_25_seconds(spark, workdir, state_name):
     """A State of ads' campaigns ('a' -> c1 at 5 s) and its running writer query, U at 25 s."""
     ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2)
     write_batches(workdir / "updates", [_updates([5, 25], ["a", "z"], ["c1", "u25"])])
-    writer = (spark.readStream.schema(UPDATE_SCHEMA).parquet(str(workdir / "updates")).writeStream
-              .format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-              .option("checkpointLocation", str(workdir / "ck-updates")).start())
+    writer = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .start()
+    )
     drained(writer)
     return writer
 
@@ -74,10 +88,14 @@ def test_a_rerun_batch_answers_what_its_first_attempt_answered(spark, workdir, s
 
     def start():
         stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
-        queries.append(ss.fetch_join(stream, state_name, key="ad_id", time="ts", lateness=lateness)
-                       .select("event_id", "campaign")
-                       .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
-                       .trigger(processingTime="200 milliseconds").start())
+        queries.append(
+            ss.fetch_join(stream, state_name, key="ad_id", time="ts", lateness=lateness)
+            .select("event_id", "campaign")
+            .writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(workdir / "ck-events"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
         return queries[-1]
 
     first = start()
@@ -108,9 +126,14 @@ def test_a_rerun_in_the_same_driver_with_another_number_of_input_partitions(spar
 
     def start():
         stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
-        return (ss.fetch_join(stream, state_name, key="ad_id", time="ts").select("event_id", "campaign")
-                .writeStream.foreachBatch(sink).option("checkpointLocation", str(workdir / "ck-events"))
-                .trigger(processingTime="200 milliseconds").start())
+        return (
+            ss.fetch_join(stream, state_name, key="ad_id", time="ts")
+            .select("event_id", "campaign")
+            .writeStream.foreachBatch(sink)
+            .option("checkpointLocation", str(workdir / "ck-events"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
 
     def part_counts(batch: int) -> set[str]:
         files = (workdir / "ck-events" / "sources").glob(f"*/fetch-waiting/{batch}/part-*")

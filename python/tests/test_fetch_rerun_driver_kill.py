@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sharedstate.demos.adcamp_data import write_batches
+from sharedstate.testing.adcamp import write_batches
 
 APP = Path(__file__).with_name("rerun_app.py")
 
@@ -31,12 +31,29 @@ def attempts(workdir: Path) -> dict[int, list[list[list]]]:
 @pytest.mark.slow
 def test_a_batch_rerun_by_a_new_driver_answers_what_its_first_attempt_answered(workdir):
     name = "rerun"
-    write_batches(workdir / "updates", [pd.DataFrame({"ad_id": ["a", "z"], "campaign": ["c1", "u25"],
-                                                      "ts": pd.to_datetime([5, 25], unit="s", utc=True)})])
+    write_batches(
+        workdir / "updates",
+        [
+            pd.DataFrame(
+                {"ad_id": ["a", "z"], "campaign": ["c1", "u25"], "ts": pd.to_datetime([5, 25], unit="s", utc=True)}
+            )
+        ],
+    )
     times = [10, 20, 30, 40, 50, 60]
-    write_batches(workdir / "events", [pd.DataFrame({"event_id": range(1, 7), "user_id": "u", "ad_id": "a",
-                                                     "ts": pd.to_datetime(times, unit="s", utc=True),
-                                                     "clicked": False})])
+    write_batches(
+        workdir / "events",
+        [
+            pd.DataFrame(
+                {
+                    "event_id": range(1, 7),
+                    "user_id": "u",
+                    "ad_id": "a",
+                    "ts": pd.to_datetime(times, unit="s", utc=True),
+                    "clicked": False,
+                }
+            )
+        ],
+    )
     args = [sys.executable, str(APP), str(workdir), name]
 
     first = subprocess.Popen(args + ["first"], start_new_session=True)

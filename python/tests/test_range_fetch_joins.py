@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, make_workload, write_batches
-from oracles import NUMERIC_UPDATES, fetched_values, mismatches, numeric, range_expected
-from streams import drained, wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, make_workload, write_batches
+from sharedstate.testing.oracles import NUMERIC_UPDATES, fetched_values, mismatches, numeric, range_expected
+from sharedstate.testing.streams import drained, wait_until
 
 WINDOW_S = 90
 
@@ -29,24 +29,38 @@ def _start(spark, workdir, state_name, seed: int, rule: str, how: str, lateness:
     write_batches(workdir / "events", work.event_batches)
     ss.State.create(spark, state_name, key="ad_id STRING", value="v BIGINT", partitions=3)
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
-    joined = ss.fetch_join(events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how,
-                           lateness=lateness)
+    joined = ss.fetch_join(
+        events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how, lateness=lateness
+    )
     out_name = f"out_{state_name}"
-    reader = (joined.writeStream.format("memory").queryName(out_name).outputMode("append")
-              .option("checkpointLocation", str(workdir / "ck-events"))
-              .trigger(processingTime="300 milliseconds").start())
+    reader = (
+        joined.writeStream.format("memory")
+        .queryName(out_name)
+        .outputMode("append")
+        .option("checkpointLocation", str(workdir / "ck-events"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
     # updates start once events are flowing, so events wait for U in checkpointed state
     wait_until(lambda: reader.lastProgress is not None, timeout=60, what="the fetch-join query's first batch")
     updates = spark.readStream.schema(NUMERIC_UPDATES).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-    writer = (updates.writeStream.format("sharedstate")
-              .option("state", state_name).option("key", "ad_id").option("time", "ts").option("value", "v")
-              .option("lateness", "20 seconds").option("checkpointLocation", str(workdir / "ck-updates"))
-              .trigger(processingTime="300 milliseconds").start())
+    writer = (
+        updates.writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "v")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck-updates"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
     return work, writer, reader, out_name
 
 
 def _collect(spark, writer, reader, out_name: str, expected_rows: int, seen: list | None = None) -> pd.DataFrame:
     """Waits for `expected_rows` output rows and three more batches; `seen` gets each batch's progress."""
+
     def done() -> bool:
         for q in (writer, reader):
             if q.exception() is not None:
@@ -90,7 +104,9 @@ def test_inner_count_drops_events_with_an_empty_range(spark, workdir, state_name
 
 
 def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_name):
-    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=9, rule="sum", how="left", lateness="30 seconds")
+    work, writer, reader, out_name = _start(
+        spark, workdir, state_name, seed=9, rule="sum", how="left", lateness="30 seconds"
+    )
     expected = _expected(work, "sum")
     seen: list = []
     got = _collect(spark, writer, reader, out_name, len(expected), seen).sort_values("event_id").reset_index(drop=True)
@@ -121,16 +137,20 @@ def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_nam
     assert len(readers) == 1
     reader.stop()
     writer.stop()
-    wait_until(lambda: not any(str(reader.id) in r for r in ss.State.get(spark, state_name).progress()["readers"]),
-               timeout=10, what="the stopped query's reader to be removed")
+    wait_until(
+        lambda: not any(str(reader.id) in r for r in ss.State.get(spark, state_name).progress()["readers"]),
+        timeout=10,
+        what="the stopped query's reader to be removed",
+    )
 
 
 def test_late_events_are_counted_not_answered(spark, workdir, state_name):
     """With no lateness, events behind the join's F are late: each event is either answered (and in the
     output, equal to the offline answer) or counted late, never both, never neither. Events that arrive
     after the join has seen newer ones and nothing waits are late for certain."""
-    work, writer, reader, out_name = _start(spark, workdir, state_name, seed=12, rule="sum", how="left",
-                                            lateness="0 seconds")
+    work, writer, reader, out_name = _start(
+        spark, workdir, state_name, seed=12, rule="sum", how="left", lateness="0 seconds"
+    )
     expected = _expected(work, "sum").set_index("event_id")
     seen: list = []
     name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:0:0"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import UPDATE_SCHEMA, accepted_updates, make_workload, oracle, write_batches
+from sharedstate.testing.adcamp import UPDATE_SCHEMA, accepted_updates, make_workload, oracle, write_batches
 
 
 @pytest.fixture
@@ -16,9 +16,18 @@ def loaded_state(spark, workdir, state_name):
     work = make_workload(seed=5, keys=12, events=10)
     write_batches(workdir / "updates", work.update_batches)
     state = ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=3)
-    q = (spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "updates"))
-         .writeStream.format("sharedstate").option("state", state_name).option("key", "ad_id").option("time", "ts")
-         .option("lateness", "20 seconds").option("checkpointLocation", str(workdir / "ck")).start())
+    q = (
+        spark.readStream.schema(UPDATE_SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(workdir / "updates"))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .start()
+    )
     q.processAllAvailable()
     q.stop()
     return state, accepted_updates(work)
@@ -28,11 +37,13 @@ def test_sql_fetch_equals_asof_join_below_u(spark, loaded_state):
     state, history = loaded_state
     u = pd.Timestamp(state.progress()["update"])
     rng = np.random.default_rng(9)
-    events = pd.DataFrame({
-        "event_id": np.arange(300),
-        "ad_id": [f"ad{k:03d}" for k in rng.integers(0, 14, size=300)],
-        "ts": pd.to_datetime(rng.integers(0, u.value // 1000, size=300), unit="us", utc=True),
-    })
+    events = pd.DataFrame(
+        {
+            "event_id": np.arange(300),
+            "ad_id": [f"ad{k:03d}" for k in rng.integers(0, 14, size=300)],
+            "ts": pd.to_datetime(rng.integers(0, u.value // 1000, size=300), unit="us", utc=True),
+        }
+    )
     spark.createDataFrame(events).createOrReplaceTempView("views_sql")
     got = spark.sql(f"SELECT event_id, sharedstate_fetch('{state.name}', ad_id, ts) AS f FROM views_sql").toPandas()
     got["campaign"] = got["f"].map(lambda r: None if r is None else r["campaign"])
@@ -66,16 +77,23 @@ def test_sql_fetch_with_range_and_aggregate_rules(spark, loaded_state):
     state, history = loaded_state
     u = pd.Timestamp(state.progress()["update"])
     rng = np.random.default_rng(10)
-    events = pd.DataFrame({
-        "event_id": np.arange(200),
-        "ad_id": [f"ad{k:03d}" for k in rng.integers(0, 14, size=200)],
-        "ts": pd.to_datetime(rng.integers(0, u.value // 1000, size=200), unit="us", utc=True),
-    })
+    events = pd.DataFrame(
+        {
+            "event_id": np.arange(200),
+            "ad_id": [f"ad{k:03d}" for k in rng.integers(0, 14, size=200)],
+            "ts": pd.to_datetime(rng.integers(0, u.value // 1000, size=200), unit="us", utc=True),
+        }
+    )
     spark.createDataFrame(events).createOrReplaceTempView("views_sql_range")
-    got = spark.sql(
-        f"SELECT event_id, sharedstate_fetch('{state.name}', ad_id, ts, 'range', '2 minutes') AS r, "
-        f"sharedstate_fetch('{state.name}', ad_id, ts, 'count', '2 minutes') AS c FROM views_sql_range"
-    ).toPandas().sort_values("event_id").reset_index(drop=True)
+    got = (
+        spark.sql(
+            f"SELECT event_id, sharedstate_fetch('{state.name}', ad_id, ts, 'range', '2 minutes') AS r, "
+            f"sharedstate_fetch('{state.name}', ad_id, ts, 'count', '2 minutes') AS c FROM views_sql_range"
+        )
+        .toPandas()
+        .sort_values("event_id")
+        .reset_index(drop=True)
+    )
     h = history.assign(ts=pd.to_datetime(history["ts"], utc=True))
     for e, r, c in zip(events.itertuples(), got["r"], got["c"]):
         t = pd.Timestamp(e.ts)
@@ -85,7 +103,9 @@ def test_sql_fetch_with_range_and_aggregate_rules(spark, loaded_state):
         assert c[f"{state.name}_count"] == len(want)
     assert (got["c"].map(lambda c: c[f"{state.name}_count"]) >= 2).any()
     with pytest.raises(Exception, match="rule 'range' needs a window"):
-        spark.sql(f"SELECT sharedstate_fetch('{state.name}', 'ad001', TIMESTAMP '1970-01-01 00:00:01', 'range')").collect()
+        spark.sql(
+            f"SELECT sharedstate_fetch('{state.name}', 'ad001', TIMESTAMP '1970-01-01 00:00:01', 'range')"
+        ).collect()
 
 
 def test_sql_fetch_read_uncommitted_with_staleness(spark, loaded_state):

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
-from streams import wait_until
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, write_batches
+from sharedstate.testing.streams import wait_until
 
 
 def _secs(*s):
@@ -33,14 +33,26 @@ def test_uncommitted_answers_early_from_what_is_applied(spark, workdir, state_na
     run_writer()  # U = 25 s: a@5 and b@15 are applied, a@25 waits (it is not below U)
     assert state.progress()["update"] == _secs(25)[0]
 
-    events = pd.DataFrame({"event_id": [1, 2, 3], "user_id": ["u"] * 3, "ad_id": ["a", "b", "a"],
-                           "ts": _secs(30, 38, 45), "clicked": [False] * 3})
+    events = pd.DataFrame(
+        {
+            "event_id": [1, 2, 3],
+            "user_id": ["u"] * 3,
+            "ad_id": ["a", "b", "a"],
+            "ts": _secs(30, 38, 45),
+            "clicked": [False] * 3,
+        }
+    )
     write_batches(workdir / "events", [events])
     stream = spark.readStream.schema(EVENT_SCHEMA).parquet(str(workdir / "events"))
     out = f"out_{state_name}"
-    reader = (ss.fetch_join(stream, state_name, key="ad_id", time="ts", mode="uncommitted", staleness="15 seconds")
-              .writeStream.format("memory").queryName(out).option("checkpointLocation", str(workdir / "ck-e"))
-              .trigger(processingTime="200 milliseconds").start())
+    reader = (
+        ss.fetch_join(stream, state_name, key="ad_id", time="ts", mode="uncommitted", staleness="15 seconds")
+        .writeStream.format("memory")
+        .queryName(out)
+        .option("checkpointLocation", str(workdir / "ck-e"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
     # 30 - 15 < 25 and 38 - 15 < 25: answered now, from the applied pairs; 45 - 15 >= 25 waits.
     wait_until(lambda: spark.table(out).count() == 2, 120, what="two early answers")
     early = spark.table(out).toPandas().set_index("event_id")["campaign"].to_dict()
@@ -54,7 +66,10 @@ def test_uncommitted_answers_early_from_what_is_applied(spark, workdir, state_na
     reader.stop()
 
     # The same events read-committed give the as-of answers: event 1 sees a@25.
-    assert ss.State.get(spark, state_name).as_of("1970-01-01 00:00:30").toPandas().set_index("ad_id")["campaign"]["a"] == "c3"
+    assert (
+        ss.State.get(spark, state_name).as_of("1970-01-01 00:00:30").toPandas().set_index("ad_id")["campaign"]["a"]
+        == "c3"
+    )
 
 
 def test_staleness_is_checked(spark, workdir, state_name):

@@ -11,8 +11,12 @@ POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
 def test_python_and_sbt_report_the_same_version():
-    printed = subprocess.run([sys.executable, "-c", "import sharedstate; print(sharedstate.__version__)"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    printed = subprocess.run(
+        [sys.executable, "-c", "import sharedstate; print(sharedstate.__version__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", printed)
     # sbt wrote this pom beside the jar that is bundled in the package and published for --packages
     poms = list((ROOT / "jvm/spark/target/scala-2.13").glob("sharedstate-spark_2.13-*.pom"))

@@ -47,8 +47,10 @@ class Point:
 
     def create_sink(self) -> None:
         """The empty sink table, before any method starts (the harness calls it)."""
-        self.spark.sql(f"CREATE TABLE delta.`{self.sink}` ({SINK_SCHEMA}) USING delta "
-                       f"TBLPROPERTIES ('delta.checkpointInterval' = '{SINK_CHECKPOINT_INTERVAL}')")
+        self.spark.sql(
+            f"CREATE TABLE delta.`{self.sink}` ({SINK_SCHEMA}) USING delta "
+            f"TBLPROPERTIES ('delta.checkpointInterval' = '{SINK_CHECKPOINT_INTERVAL}')"
+        )
 
     def append(self, batch: DataFrame) -> None:
         """Every method's output goes into the sink this one way: a plain Delta append of the batch.
@@ -61,14 +63,20 @@ class Point:
 
     def sink_stream(self, enriched: DataFrame, name: str, checkpoint: str) -> StreamingQuery:
         """Starts a query that appends each micro-batch of `enriched` to the sink (see append)."""
-        return (enriched.writeStream.foreachBatch(lambda batch, _batch_id: self.append(batch)).queryName(name)
-                .outputMode("append").option("checkpointLocation", self.checkpoint(checkpoint))
-                .trigger(processingTime=self.trigger).start())
+        return (
+            enriched.writeStream.foreachBatch(lambda batch, _batch_id: self.append(batch))
+            .queryName(name)
+            .outputMode("append")
+            .option("checkpointLocation", self.checkpoint(checkpoint))
+            .trigger(processingTime=self.trigger)
+            .start()
+        )
 
 
 @dataclass
 class Method:
     """Starts its queries for a point; the harness feeds, waits, stops."""
+
     point: Point
     queries: list[StreamingQuery] = field(default_factory=list)
 

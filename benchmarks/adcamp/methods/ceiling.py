@@ -20,6 +20,10 @@ class CopyCeiling(Method):
 
     def start(self) -> None:
         p = self.point
-        copied = (p.events().withColumn("campaign", (F.col("ad_id") % 1000).cast("int"))
-                  .withColumn("campaign_time", F.col("ts") - F.expr("INTERVAL 1 SECOND")).select(*SINK_COLUMNS))
+        copied = (
+            p.events()
+            .withColumn("campaign", (F.col("ad_id") % 1000).cast("int"))
+            .withColumn("campaign_time", F.col("ts") - F.expr("INTERVAL 1 SECOND"))
+            .select(*SINK_COLUMNS)
+        )
         self.queries.append(p.sink_stream(copied, f"ceiling-{p.uid}", "ceiling"))

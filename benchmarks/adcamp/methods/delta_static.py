@@ -47,21 +47,38 @@ class DeltaStaticJoin(Method):
             if lowest is None:
                 ready.unpersist()
                 return
-            recent = (updates.filter((F.col("ts") >= F.timestamp_micros(F.lit(lowest - range_us))) &
-                                     (F.col("ts") < F.timestamp_micros(F.lit(progress))))
-                      .select(F.col("ad_id").alias("u_ad"), F.col("ts").alias("uts"), "campaign"))
+            recent = updates.filter(
+                (F.col("ts") >= F.timestamp_micros(F.lit(lowest - range_us)))
+                & (F.col("ts") < F.timestamp_micros(F.lit(progress)))
+            ).select(F.col("ad_id").alias("u_ad"), F.col("ts").alias("uts"), "campaign")
             v = ready.alias("v")
-            cond = (F.col("v.ad_id") == F.col("u_ad")) & (F.col("uts") <= F.col("v.ts")) & \
-                   (F.col("uts") >= F.col("v.ts") - F.expr(f"INTERVAL {range_us // 1000} MILLISECONDS"))
-            out = (v.join(recent, cond, "left").groupBy("event_id", "ad_id", "ts", "clicked")
-                   .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
-                   .select(*SINK_COLUMNS))
+            cond = (
+                (F.col("v.ad_id") == F.col("u_ad"))
+                & (F.col("uts") <= F.col("v.ts"))
+                & (F.col("uts") >= F.col("v.ts") - F.expr(f"INTERVAL {range_us // 1000} MILLISECONDS"))
+            )
+            out = (
+                v.join(recent, cond, "left")
+                .groupBy("event_id", "ad_id", "ts", "clicked")
+                .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
+                .select(*SINK_COLUMNS)
+            )
             p.append(out)
             ready.unpersist()
 
         self.queries.append(
-            p.updates().writeStream.foreachBatch(write_updates).queryName(f"delta-updates-{p.uid}")
-            .option("checkpointLocation", p.checkpoint("updates")).trigger(processingTime=p.trigger).start())
+            p.updates()
+            .writeStream.foreachBatch(write_updates)
+            .queryName(f"delta-updates-{p.uid}")
+            .option("checkpointLocation", p.checkpoint("updates"))
+            .trigger(processingTime=p.trigger)
+            .start()
+        )
         self.queries.append(
-            views_with_heartbeat(p).writeStream.foreachBatch(enrich).queryName(f"delta-views-{p.uid}")
-            .option("checkpointLocation", p.checkpoint("views")).trigger(processingTime=p.trigger).start())
+            views_with_heartbeat(p)
+            .writeStream.foreachBatch(enrich)
+            .queryName(f"delta-views-{p.uid}")
+            .option("checkpointLocation", p.checkpoint("views"))
+            .trigger(processingTime=p.trigger)
+            .start()
+        )

@@ -16,9 +16,17 @@ from methods.base import Point
 def views_with_heartbeat(point: Point) -> DataFrame:
     """The view stream plus one heartbeat row a second (event_id -1): a foreachBatch query runs only
     when input arrives, and waiting views must be re-checked even when no view comes."""
-    beat = (point.spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-            .select(F.lit(-1).cast("bigint").alias("event_id"), F.lit(-1).cast("bigint").alias("ad_id"),
-                    F.col("timestamp").alias("ts"), F.lit(False).alias("clicked")))
+    beat = (
+        point.spark.readStream.format("rate")
+        .option("rowsPerSecond", 1)
+        .load()
+        .select(
+            F.lit(-1).cast("bigint").alias("event_id"),
+            F.lit(-1).cast("bigint").alias("ad_id"),
+            F.col("timestamp").alias("ts"),
+            F.lit(False).alias("clicked"),
+        )
+    )
     return point.events().unionByName(beat)
 
 

@@ -13,16 +13,24 @@ class PluginFetchJoin(Method):
     def start(self) -> None:
         p = self.point
         root = str(p.work / "root") if self.durable else None
-        self.state = ss.State.create(p.spark, f"campaigns_{p.uid}", key="ad_id BIGINT", value="campaign INT",
-                                     root=root)
+        self.state = ss.State.create(p.spark, f"campaigns_{p.uid}", key="ad_id BIGINT", value="campaign INT", root=root)
         lateness = f"{int(p.shape.lateness_s * 1000)} milliseconds"
         self.queries.append(
-            p.updates().writeStream.format("sharedstate").queryName(f"ss-updates-{p.uid}")
-            .option("state", self.state.name).option("key", "ad_id").option("time", "ts")
-            .option("value", "campaign").option("lateness", lateness)
-            .option("checkpointLocation", p.checkpoint("updates")).trigger(processingTime=p.trigger).start())
-        enriched = ss.fetch_join(p.events(), self.state, key="ad_id", time="ts", rule="latest",
-                                 mode="committed", how="left")
+            p.updates()
+            .writeStream.format("sharedstate")
+            .queryName(f"ss-updates-{p.uid}")
+            .option("state", self.state.name)
+            .option("key", "ad_id")
+            .option("time", "ts")
+            .option("value", "campaign")
+            .option("lateness", lateness)
+            .option("checkpointLocation", p.checkpoint("updates"))
+            .trigger(processingTime=p.trigger)
+            .start()
+        )
+        enriched = ss.fetch_join(
+            p.events(), self.state, key="ad_id", time="ts", rule="latest", mode="committed", how="left"
+        )
         enriched = enriched.withColumnRenamed(self.state.time_column, "campaign_time").select(*SINK_COLUMNS)
         self.queries.append(p.sink_stream(enriched, f"ss-fetch-{p.uid}", "fetch"))
 
@@ -33,5 +41,6 @@ class PluginFetchJoin(Method):
 class DurablePluginFetchJoin(PluginFetchJoin):
     """The same queries on a durable State: every update epoch is a Delta commit of its changelog files
     (docs/durability.md) before U moves, so durability's cost shows in both U and the fetch latency."""
+
     name = "sharedstate-durable"
     durable = True

@@ -32,7 +32,9 @@ def _zadd_partitions(port: int):
             ads, times, camps = frame["ad_id"].to_numpy(), _micros(frame["ts"]), frame["campaign"].to_numpy()
             for start in range(0, len(frame), CHUNK):
                 pipe = client.pipeline(transaction=False)
-                for ad, t, c in zip(ads[start:start + CHUNK], times[start:start + CHUNK], camps[start:start + CHUNK]):
+                for ad, t, c in zip(
+                    ads[start : start + CHUNK], times[start : start + CHUNK], camps[start : start + CHUNK]
+                ):
                     pipe.zadd(f"ad:{ad}", {f"{t}:{c}": int(t)})
                 pipe.execute()
             if len(frame):
@@ -40,6 +42,7 @@ def _zadd_partitions(port: int):
                 newest = int(times.max()) if newest is None else max(newest, int(times.max()))
         client.close()
         yield pd.DataFrame({"n": [n], "newest": [newest if newest is not None else -1]})
+
     return run
 
 
@@ -52,7 +55,7 @@ def _lookup_partitions(port: int):
             when = np.full(len(frame), -1, dtype=np.int64)
             for start in range(0, len(frame), CHUNK):
                 pipe = client.pipeline(transaction=False)
-                for ad, t in zip(ads[start:start + CHUNK], times[start:start + CHUNK]):
+                for ad, t in zip(ads[start : start + CHUNK], times[start : start + CHUNK]):
                     pipe.zrevrangebyscore(f"ad:{ad}", int(t), "-inf", start=0, num=1)
                 for i, found in enumerate(pipe.execute(), start):
                     if found:
@@ -64,6 +67,7 @@ def _lookup_partitions(port: int):
             out["campaign_time"] = pd.Series(when.astype("datetime64[us]"), index=out.index).mask(none)
             yield out
         client.close()
+
     return run
 
 
@@ -95,11 +99,21 @@ class RedisLookup(Method):
                 p.append(ready.mapInPandas(_lookup_partitions(port), SINK_SCHEMA))
 
         self.queries.append(
-            p.updates().writeStream.foreachBatch(write_updates).queryName(f"redis-updates-{p.uid}")
-            .option("checkpointLocation", p.checkpoint("updates")).trigger(processingTime=p.trigger).start())
+            p.updates()
+            .writeStream.foreachBatch(write_updates)
+            .queryName(f"redis-updates-{p.uid}")
+            .option("checkpointLocation", p.checkpoint("updates"))
+            .trigger(processingTime=p.trigger)
+            .start()
+        )
         self.queries.append(
-            views_with_heartbeat(p).writeStream.foreachBatch(enrich).queryName(f"redis-views-{p.uid}")
-            .option("checkpointLocation", p.checkpoint("views")).trigger(processingTime=p.trigger).start())
+            views_with_heartbeat(p)
+            .writeStream.foreachBatch(enrich)
+            .queryName(f"redis-views-{p.uid}")
+            .option("checkpointLocation", p.checkpoint("views"))
+            .trigger(processingTime=p.trigger)
+            .start()
+        )
 
     def cleanup(self) -> None:
         self.client.flushall()

@@ -21,12 +21,20 @@ class StreamStreamJoin(Method):
         p = self.point
         s = p.shape
         views = p.events().withWatermark("ts", f"{int(s.event_jitter_s * 1000)} milliseconds").alias("v")
-        updates = (p.updates().select(F.col("ad_id").alias("u_ad"), F.col("ts").alias("uts"), "campaign")
-                   .withWatermark("uts", f"{int(s.lateness_s * 1000)} milliseconds"))
-        cond = (F.col("v.ad_id") == F.col("u_ad")) & (F.col("uts") <= F.col("v.ts")) & \
-               (F.col("uts") >= F.col("v.ts") - F.expr(f"INTERVAL {int(s.range_s * 1000)} MILLISECONDS"))
+        updates = (
+            p.updates()
+            .select(F.col("ad_id").alias("u_ad"), F.col("ts").alias("uts"), "campaign")
+            .withWatermark("uts", f"{int(s.lateness_s * 1000)} milliseconds")
+        )
+        cond = (
+            (F.col("v.ad_id") == F.col("u_ad"))
+            & (F.col("uts") <= F.col("v.ts"))
+            & (F.col("uts") >= F.col("v.ts") - F.expr(f"INTERVAL {int(s.range_s * 1000)} MILLISECONDS"))
+        )
         joined = views.join(updates, cond, "leftOuter")
-        latest = (joined.groupBy("event_id", "ad_id", "ts", "clicked")
-                  .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
-                  .select(*SINK_COLUMNS))
+        latest = (
+            joined.groupBy("event_id", "ad_id", "ts", "clicked")
+            .agg(F.max_by("campaign", "uts").alias("campaign"), F.max("uts").alias("campaign_time"))
+            .select(*SINK_COLUMNS)
+        )
         self.queries.append(p.sink_stream(latest, f"ssjoin-{p.uid}", "join"))

@@ -21,11 +21,20 @@ import threading
 import time
 from pathlib import Path
 
-import pandas as pd
+try:
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; the demo does
+    raise ImportError("the AdCamp demo needs pandas and pyarrow: pip install 'sharedstate[demo]'") from e
 
 import sharedstate as ss
-from sharedstate.demos.adcamp_data import (
-    EVENT_SCHEMA, UPDATE_SCHEMA, accepted_updates, expected_late, make_workload, oracle, write_batches,
+from sharedstate.testing.adcamp import (
+    EVENT_SCHEMA,
+    UPDATE_SCHEMA,
+    accepted_updates,
+    expected_late,
+    make_workload,
+    oracle,
+    write_batches,
 )
 
 
@@ -57,7 +66,8 @@ def _delta_rows_written(log_dir: Path, counted: dict[str, int]) -> int:
 def _effectiveness(enriched: pd.DataFrame) -> pd.DataFrame:
     enriched = enriched.assign(campaign=enriched["campaign"].fillna("(no campaign)"))
     table = enriched.groupby("campaign").agg(
-        views=("event_id", "count"), clicks=("clicked", "sum"), ads=("ad_id", "nunique"), users=("user_id", "nunique"))
+        views=("event_id", "count"), clicks=("clicked", "sum"), ads=("ad_id", "nunique"), users=("user_id", "nunique")
+    )
     table["ctr_%"] = (100.0 * table["clicks"] / table["views"]).round(2)
     return table.sort_values(["ctr_%", "views"], ascending=False)
 
@@ -66,41 +76,68 @@ def main() -> int:
     args = _parse()
     out = args.out.resolve()
     shutil.rmtree(out, ignore_errors=True)
-    work = make_workload(args.seed, keys=args.ads, changes_per_key=10, events=args.events,
-                         horizon_s=args.minutes * 60, window_s=30, lateness_s=20)
-    print(f"AdCamp: {len(work.updates)} campaign updates and {len(work.events)} views over "
-          f"{args.minutes} minutes of event time, arriving out of order in "
-          f"{len(work.update_batches)} + {len(work.event_batches)} files", flush=True)
+    work = make_workload(
+        args.seed,
+        keys=args.ads,
+        changes_per_key=10,
+        events=args.events,
+        horizon_s=args.minutes * 60,
+        window_s=30,
+        lateness_s=20,
+    )
+    print(
+        f"AdCamp: {len(work.updates)} campaign updates and {len(work.events)} views over "
+        f"{args.minutes} minutes of event time, arriving out of order in "
+        f"{len(work.update_batches)} + {len(work.event_batches)} files",
+        flush=True,
+    )
 
     spark = ss.session("adcamp")
-    campaigns = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING",
-                                rule="replace", partitions=8)
+    campaigns = ss.State.create(
+        spark, "campaigns", key="ad_id STRING", value="campaign STRING", rule="replace", partitions=8
+    )
 
     # The sources deliver files over time, like a live feed.
     start = time.time() - 10_000
-    feeders = [threading.Thread(target=write_batches, args=(out / "in" / name, frames, start, args.pace), daemon=True)
-               for name, frames in (("updates", work.update_batches), ("views", work.event_batches))]
+    feeders = [
+        threading.Thread(target=write_batches, args=(out / "in" / name, frames, start, args.pace), daemon=True)
+        for name, frames in (("updates", work.update_batches), ("views", work.event_batches))
+    ]
     for f in feeders:
         f.start()
     (out / "in" / "updates").mkdir(parents=True, exist_ok=True)
     (out / "in" / "views").mkdir(parents=True, exist_ok=True)
 
-    updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "in" / "updates"))
+    updates = (
+        spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "in" / "updates"))
+    )
     # One file per batch for the updates: which ones are late (below U on arrival) then depends only on
     # the files, so the demo can compute the same set offline and check it.
-    update_query = (updates.writeStream.format("sharedstate").queryName("campaign-updates")
-                    .option("state", "campaigns").option("key", "ad_id").option("time", "ts")
-                    .option("value", "campaign").option("lateness", "20 seconds")
-                    .option("checkpointLocation", str(out / "checkpoints" / "updates"))
-                    .trigger(processingTime="500 milliseconds").start())
+    update_query = (
+        updates.writeStream.format("sharedstate")
+        .queryName("campaign-updates")
+        .option("state", "campaigns")
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "campaign")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(out / "checkpoints" / "updates"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
 
     # Fetch-join answers do not depend on batch boundaries, so the views may come in bigger batches.
     views = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 8).parquet(str(out / "in" / "views"))
     enriched = ss.fetch_join(views, campaigns, key="ad_id", time="ts", rule="latest", mode="committed", how="left")
     delta_path = str(out / "enriched")
-    fetch_query = (enriched.writeStream.format("delta").queryName("views-with-campaign").outputMode("append")
-                   .option("checkpointLocation", str(out / "checkpoints" / "views"))
-                   .trigger(processingTime="500 milliseconds").start(delta_path))
+    fetch_query = (
+        enriched.writeStream.format("delta")
+        .queryName("views-with-campaign")
+        .outputMode("append")
+        .option("checkpointLocation", str(out / "checkpoints" / "views"))
+        .trigger(processingTime="500 milliseconds")
+        .start(delta_path)
+    )
 
     deadline = time.monotonic() + args.timeout
     emitted = 0
@@ -117,8 +154,11 @@ def main() -> int:
         emitted = _delta_rows_written(out / "enriched" / "_delta_log", counted)
         p = campaigns.progress()
         u = p["update"].strftime("%H:%M:%S") if p["update"] else "-inf"
-        print(f"  U={u}  updates applied={p['updates_applied']:>5} waiting={p['updates_waiting']:>3} "
-              f"late={p['updates_rejected']:>3}  views enriched={emitted:>6}/{len(work.events)}", flush=True)
+        print(
+            f"  U={u}  updates applied={p['updates_applied']:>5} waiting={p['updates_waiting']:>3} "
+            f"late={p['updates_rejected']:>3}  views enriched={emitted:>6}/{len(work.events)}",
+            flush=True,
+        )
 
     update_query.stop()
     fetch_query.stop()
@@ -133,13 +173,19 @@ def main() -> int:
     got = result[cols].sort_values("event_id").reset_index(drop=True)
     want = expected[cols].sort_values("event_id").reset_index(drop=True)
     for frame in (got, want):
-        frame[campaigns.time_column] = pd.to_datetime(frame[campaigns.time_column], utc=True).astype("datetime64[us, UTC]")
+        frame[campaigns.time_column] = pd.to_datetime(frame[campaigns.time_column], utc=True).astype(
+            "datetime64[us, UTC]"
+        )
         frame["campaign"] = frame["campaign"].astype(object).where(frame["campaign"].notna(), None)
     ok = len(result) == result["event_id"].nunique() == len(work.events) and got.equals(want)
-    print(f"\n{len(late)} late updates were rejected and kept in the late-updates table "
-          f"({campaigns.late_updates().count()} listed).")
-    print(f"Check against the offline as-of join over the whole update history: "
-          f"{'all ' + str(len(got)) + ' rows match' if ok else 'MISMATCH'}")
+    print(
+        f"\n{len(late)} late updates were rejected and kept in the late-updates table "
+        f"({campaigns.late_updates().count()} listed)."
+    )
+    print(
+        f"Check against the offline as-of join over the whole update history: "
+        f"{'all ' + str(len(got)) + ' rows match' if ok else 'MISMATCH'}"
+    )
     spark.stop()
     return 0 if ok else 1
 

@@ -1,5 +1,5 @@
 """AdCamp input (Nova section 3.5) with realistic disorder, and the offline oracle it is checked
-against. The demo and the tests share it.
+against. The demo, the tests and the benchmarks share it.
 
 Updates: "ad belongs to campaign c from time t". Events: "user viewed ad at time t" (and clicked or
 not). Both arrive out of order; a few updates arrive far behind (late if U has passed them).
@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; this module does
+    raise ImportError("sharedstate.testing needs pandas and pyarrow: pip install 'sharedstate[pandas]'") from e
 
 SECOND = 1_000_000  # microseconds
 
@@ -37,9 +40,16 @@ def _to_ts(micros: np.ndarray) -> pd.Series:
     return pd.to_datetime(pd.Series(micros, dtype="int64"), unit="us", utc=True)
 
 
-def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: int = 600,
-                  horizon_s: int = 600, window_s: int = 60, lateness_s: int = 20,
-                  late_fraction: float = 0.05) -> Workload:
+def make_workload(
+    seed: int,
+    keys: int = 20,
+    changes_per_key: int = 6,
+    events: int = 600,
+    horizon_s: int = 600,
+    window_s: int = 60,
+    lateness_s: int = 20,
+    late_fraction: float = 0.05,
+) -> Workload:
     """Updates and events arriving out of order within `lateness_s`, a few updates far behind
     (those that arrive below U are late), and events that arrive before the updates covering them.
     Ends with an update on a key no event uses, past every event, so U passes all events."""
@@ -48,26 +58,29 @@ def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: i
     rows = []
     for k in range(keys):
         times = np.sort(rng.choice(horizon, size=changes_per_key, replace=False))
-        for i, t in enumerate(times):
+        for t in times:
             rows.append((f"ad{k:03d}", int(t), f"camp{rng.integers(0, 8)}"))
     upd = pd.DataFrame(rows, columns=["ad_id", "ts_us", "campaign"])
     delay = rng.integers(0, lateness_s * SECOND, size=len(upd))
     far = rng.random(len(upd)) < late_fraction
     delay[far] += rng.integers(2 * lateness_s * SECOND, 4 * lateness_s * SECOND, size=int(far.sum()))
     upd["arrival"] = upd["ts_us"] + delay
-    end = pd.DataFrame([("__end__", horizon + 2 * (lateness_s + window_s) * SECOND, "end")],
-                       columns=["ad_id", "ts_us", "campaign"])
+    end = pd.DataFrame(
+        [("__end__", horizon + 2 * (lateness_s + window_s) * SECOND, "end")], columns=["ad_id", "ts_us", "campaign"]
+    )
     end["arrival"] = end["ts_us"]
     upd = pd.concat([upd, end], ignore_index=True)
 
-    ev = pd.DataFrame({
-        "event_id": np.arange(events, dtype="int64"),
-        "user_id": [f"user{u:05d}" for u in rng.integers(0, max(1, events // 4), size=events)],
-        # a few ids that no update ever covers: left joins give them nulls
-        "ad_id": [f"ad{k:03d}" for k in rng.integers(0, keys + 3, size=events)],
-        "ts_us": rng.integers(0, horizon, size=events),
-        "clicked": rng.random(events) < 0.08,
-    })
+    ev = pd.DataFrame(
+        {
+            "event_id": np.arange(events, dtype="int64"),
+            "user_id": [f"user{u:05d}" for u in rng.integers(0, max(1, events // 4), size=events)],
+            # a few ids that no update ever covers: left joins give them nulls
+            "ad_id": [f"ad{k:03d}" for k in rng.integers(0, keys + 3, size=events)],
+            "ts_us": rng.integers(0, horizon, size=events),
+            "clicked": rng.random(events) < 0.08,
+        }
+    )
     # Events arrive early: most before the updates that cover them have been committed.
     ev["arrival"] = ev["ts_us"] + rng.integers(0, lateness_s * SECOND, size=events)
 
@@ -81,8 +94,11 @@ def make_workload(seed: int, keys: int = 20, changes_per_key: int = 6, events: i
             out.append(frame[[c if c != "ts_us" else "ts" for c in cols]].reset_index(drop=True))
         return out
 
-    return Workload(batches(upd, ["ad_id", "ts_us", "campaign"]),
-                    batches(ev, ["event_id", "user_id", "ad_id", "ts_us", "clicked"]), lateness_s * SECOND)
+    return Workload(
+        batches(upd, ["ad_id", "ts_us", "campaign"]),
+        batches(ev, ["event_id", "user_id", "ad_id", "ts_us", "clicked"]),
+        lateness_s * SECOND,
+    )
 
 
 def expected_late(work: Workload) -> pd.DataFrame:
@@ -105,15 +121,37 @@ def accepted_updates(work: Workload) -> pd.DataFrame:
     return marked[marked["_merge"] == "left_only"].drop(columns="_merge").reset_index(drop=True)
 
 
-def oracle(events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign",
-           time_column: str = "campaigns_time") -> pd.DataFrame:
+def oracle(
+    events: pd.DataFrame, updates: pd.DataFrame, value: str = "campaign", time_column: str = "campaigns_time"
+) -> pd.DataFrame:
     """The offline as-of join over the whole (accepted) update history."""
     upd = updates.rename(columns={"ts": time_column}).copy()
     upd["ts"] = upd[time_column]
     ev = events.sort_values("ts").reset_index(drop=True)
-    joined = pd.merge_asof(ev, upd.sort_values("ts")[["ad_id", "ts", value, time_column]], on="ts",
-                           by="ad_id", direction="backward", allow_exact_matches=True)
+    joined = pd.merge_asof(
+        ev,
+        upd.sort_values("ts")[["ad_id", "ts", value, time_column]],
+        on="ts",
+        by="ad_id",
+        direction="backward",
+        allow_exact_matches=True,
+    )
     return joined
+
+
+def utc(series) -> pd.Series:
+    """Times as UTC microseconds, the precision of a Spark TIMESTAMP."""
+    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
+
+
+def comparable(joined: pd.DataFrame, time_column: str = "value_time") -> pd.DataFrame:
+    """Fetch-join output or `oracle`'s answer in a form that compares equal when the rows do: the
+    event, its campaign (None when missing) and the time of the update used, by event_id."""
+    out = joined[["event_id", "ad_id", "ts", "campaign", time_column]].copy()
+    for c in ("ts", time_column):
+        out[c] = utc(out[c])
+    out["campaign"] = out["campaign"].astype(object).where(out["campaign"].notna(), None)
+    return out.sort_values("event_id").reset_index(drop=True)
 
 
 UPDATE_SCHEMA = "ad_id STRING, ts TIMESTAMP, campaign STRING"
@@ -133,8 +171,13 @@ def to_spark_parquet(frame: pd.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def write_batches(directory: Path, frames: list[pd.DataFrame], start_mtime: float | None = None,
-                  pause_s: float = 0.0, first_index: int = 0) -> None:
+def write_batches(
+    directory: Path,
+    frames: list[pd.DataFrame],
+    start_mtime: float | None = None,
+    pause_s: float = 0.0,
+    first_index: int = 0,
+) -> None:
     """One parquet file per frame; modification times fix the order a file stream reads them.
     With `pause_s`, files appear one by one, as a live source would deliver them. `first_index`
     numbers the files on from an earlier call (part-<first_index>, ...)."""

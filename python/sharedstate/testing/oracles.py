@@ -2,22 +2,21 @@
 range-aggregate fetches, read-uncommitted answers with bounded staleness, the as-of join, and the
 arithmetic of Spark's rate source in continuous mode. Each is computed from the input alone (plus,
 where the input is a live source, the set of rows the source emitted), never from the plugin's
-answers. pytest puts this directory on sys.path (pyproject.toml), so it/ imports it too.
+answers. Built on the AdCamp workload of sharedstate.testing.adcamp.
 """
 
 from __future__ import annotations
 
 import math
 
-import pandas as pd
+try:
+    import pandas as pd
+except ImportError as e:  # the core package does not need pandas; this module does
+    raise ImportError("sharedstate.testing needs pandas and pyarrow: pip install 'sharedstate[pandas]'") from e
 
-from sharedstate.demos.adcamp_data import accepted_updates
+from sharedstate.testing.adcamp import accepted_updates, utc
 
 NUMERIC_UPDATES = "ad_id STRING, ts TIMESTAMP, v BIGINT"
-
-
-def utc(series) -> pd.Series:
-    return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]")
 
 
 def numeric(frame: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +41,12 @@ def range_expected(work, rule: str, window_s: int) -> pd.DataFrame:
         hit = g[(g["ts"] >= t - window) & (g["ts"] <= t)] if g is not None else None
         pairs = [] if hit is None else list(zip(hit["ts"], hit["v"]))
         vs = [v for _, v in pairs]
-        value = {"range": pairs, "sum": sum(vs) if vs else None, "count": len(vs),
-                 "avg": sum(vs) / len(vs) if vs else None}[rule]
+        value = {
+            "range": pairs,
+            "sum": sum(vs) if vs else None,
+            "count": len(vs),
+            "avg": sum(vs) / len(vs) if vs else None,
+        }[rule]
         rows.append((e.event_id, value))
     out = pd.DataFrame({"event_id": [r[0] for r in rows], "value": pd.Series([r[1] for r in rows], dtype=object)})
     return out.sort_values("event_id").reset_index(drop=True)
@@ -52,8 +55,11 @@ def range_expected(work, rule: str, window_s: int) -> pd.DataFrame:
 def fetched_values(got: pd.DataFrame, state_name: str, rule: str) -> list:
     """The rule's answer column of fetch-join output as plain Python values, in row order."""
     if rule == "range":
-        return list(got[f"{state_name}_range"].map(
-            lambda pairs: [(pd.Timestamp(p[f"{state_name}_time"], tz="UTC"), p["v"]) for p in pairs]))
+        return list(
+            got[f"{state_name}_range"].map(
+                lambda pairs: [(pd.Timestamp(p[f"{state_name}_time"], tz="UTC"), p["v"]) for p in pairs]
+            )
+        )
     if rule == "count":
         return [int(x) for x in got[f"{state_name}_count"]]
     column = got[f"{rule}_v"]
@@ -64,6 +70,7 @@ def fetched_values(got: pd.DataFrame, state_name: str, rule: str) -> list:
 
 def mismatches(event_ids, got: list, want: list) -> list:
     """(event_id, got, want) where they differ; floats (avg) compare to 1e-9 relative."""
+
     def same(a, b) -> bool:
         if isinstance(a, float) and isinstance(b, float):
             return math.isclose(a, b, rel_tol=1e-9)
@@ -81,8 +88,9 @@ def asof_expected(events: pd.DataFrame, history: pd.DataFrame, key: str, value: 
     return pd.merge_asof(ev, hist.rename(columns={value: "want"}), on="ts", by=key, direction="backward")
 
 
-def stale_answer_violations(answers: pd.DataFrame, history: pd.DataFrame, staleness: pd.Timedelta,
-                            key: str, value: str, time_column: str) -> list:
+def stale_answer_violations(
+    answers: pd.DataFrame, history: pd.DataFrame, staleness: pd.Timedelta, key: str, value: str, time_column: str
+) -> list:
     """Read-uncommitted answers that no bounded-staleness read could give.
 
     The engine applies an update only once U passes it, and a read-uncommitted fetch at t is

@@ -1,0 +1,18 @@
+"""Helpers for testing code that uses sharedstate: generated input, offline oracles, and waiting for
+streaming queries. This package's own tests (python/tests), its cluster tests (it/), the AdCamp demo
+and the benchmarks use them; your tests can too (as with `delta.testing`).
+
+- `sharedstate.testing.adcamp`: the AdCamp workload (Nova section 3.5), updates and events with
+  realistic disorder and a few late updates; which updates a State must reject and keep; the
+  offline as-of join it is checked against; parquet files a file stream reads in a fixed order.
+- `sharedstate.testing.oracles`: offline answers for range and range-aggregate fetches, the as-of
+  join of any history, read-uncommitted answers within bounded staleness, and the rate source's
+  sequence in continuous mode. Each is computed from the input alone, never from the plugin.
+- `sharedstate.testing.streams`: wait for a condition or for a query to drain, failing instead of
+  hanging.
+
+    from sharedstate.testing.adcamp import make_workload, accepted_updates, oracle
+    from sharedstate.testing.streams import drained, wait_until
+
+`adcamp` and `oracles` need pandas and pyarrow: `pip install 'sharedstate[pandas]'`.
+"""

@@ -26,7 +26,7 @@ from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def describe(spark, name: str) -> dict:
-    return json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.get(name))
+    return ss.State.get(spark, name).describe()
 
 
 def read_lease(path: Path) -> dict:
@@ -117,7 +117,7 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
     )
     ss.fetch_join(probe, name, key="ad_id", time="ts").count()
     progress = state.progress()
-    raw = json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.progress(name))
+    raw = json.loads(spark.sparkContext._jvm.io.sharedstate.spark.SharedStateApi.progress(state._jstate))
     owner_dir = workdir / "root" / name / "owner"
     lease = {
         "created_ms": created_ms,

@@ -6,9 +6,5 @@ from pyspark.sql import SparkSession
 
 
 def api(spark: SparkSession):
-    """io.sharedstate.spark.SharedStateApi of the session's JVM."""
+    """io.sharedstate.spark.SharedStateApi of the session's JVM: py4j's adapter over StateHandles."""
     return spark._jvm.io.sharedstate.spark.SharedStateApi
-
-
-def fetch_join_entry(spark: SparkSession):
-    return spark._jvm.io.sharedstate.spark.fetch.FetchJoin

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
-from sharedstate._jvm import fetch_join_entry
-from sharedstate.errors import translated
 from sharedstate.state import State
 
 
@@ -58,10 +56,5 @@ def fetch_join(
     queue, answered as soon as U passes it; an epoch completes once all its events are answered.
     Such a join holds F where it was when the query started (continuous queries have no watermark).
     """
-    name = state.name if isinstance(state, State) else state
-    keys = [key] if isinstance(key, str) else list(key)
-    with translated():
-        jdf = fetch_join_entry(events.sparkSession).join(
-            events._jdf, name, ",".join(keys), time, rule, mode, how, staleness, window, bool(continuous), lateness
-        )
-    return DataFrame(jdf, events.sparkSession)
+    handle = state if isinstance(state, State) else State.get(events.sparkSession, state)
+    return handle.fetch_join(events, key, time, rule, mode, how, staleness, window, continuous, lateness)

@@ -1,8 +1,15 @@
-"""State handles: create, look up, read as of a time, inspect progress."""
+"""State handles: create, look up, read as of a time, inspect progress.
+
+``State`` is a thin face over the plugin's Scala ``io.sharedstate.spark.StateHandle``: it holds the
+JVM handle and calls it through py4j, as Delta's Python ``DeltaTable`` holds its Scala twin. Only
+structured results (descriptions, progress, snapshot rounds) come back as JSON, through
+``SharedStateApi``, so this side needs no knowledge of Scala types.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,9 +28,9 @@ def _time(micros: int | None) -> datetime | None:
 class State:
     """A named, partitioned, multi-versioned key-value State of this Spark application."""
 
-    def __init__(self, spark: SparkSession, description: dict[str, Any]):
+    def __init__(self, spark: SparkSession, jstate):
         self._spark = spark
-        self._description = description
+        self._jstate = jstate  # io.sharedstate.spark.StateHandle
 
     @staticmethod
     def create(
@@ -44,8 +51,8 @@ class State:
         State is reopened and rebuilt from them (see docs/durability.md).
         """
         with translated():
-            text = api(spark).create(name, key, value, int(partitions), rule, root)
-        return State(spark, json.loads(text))
+            handle = api(spark).create(spark._jsparkSession, name, key, value, int(partitions), rule, root)
+        return State(spark, handle)
 
     @staticmethod
     def get(spark: SparkSession, name: str, read_only: bool | None = None, root: str | None = None) -> State:
@@ -60,42 +67,42 @@ class State:
         to ``spark.sharedstate.owner.lease`` for a crashed owner's lease to run out)."""
         with translated():
             if read_only is None and root is None:
-                return State(spark, json.loads(api(spark).get(name)))
-            return State(spark, json.loads(api(spark).open(name, read_only, root)))
+                return State(spark, api(spark).get(spark._jsparkSession, name))
+            return State(spark, api(spark).open(spark._jsparkSession, name, read_only, root))
 
     @property
     def read_only(self) -> bool:
         """True when this application opened the (durable) State read-only: it follows the owner."""
-        return self._description.get("read_only") is not None
+        return bool(self._jstate.readOnly().isDefined())
 
     @staticmethod
     def names(spark: SparkSession) -> list[str]:
-        return list(api(spark).list())
+        return list(api(spark).names())
 
     @property
     def name(self) -> str:
-        return self._description["name"]
+        return str(self._jstate.name())
 
     @property
     def key_schema(self) -> str:
-        return self._description["key"]
+        return str(self._jstate.spec().keySchema())
 
     @property
     def value_schema(self) -> str:
-        return self._description["value"]
+        return str(self._jstate.spec().valueSchema())
 
     @property
     def partitions(self) -> int:
-        return self._description["partitions"]
+        return int(self._jstate.spec().partitions())
 
     @property
     def rule(self) -> str:
-        return self._description["rule"]
+        return str(self._jstate.spec().updateRule())
 
     @property
     def time_column(self) -> str:
         """The column fetch joins and as-of reads use for the timestamp of the value used."""
-        return self._description["time_column"]
+        return str(self._jstate.timeColumn())
 
     def progress(self) -> dict[str, Any]:
         """Update and fetch progress, and sizes.
@@ -110,7 +117,7 @@ class State:
         query's progress instead).
         """
         with translated():
-            raw = json.loads(api(self._spark).progress(self.name))
+            raw = json.loads(api(self._spark).progress(self._jstate))
         return {
             "update": _time(raw["update"]),
             "update_is": raw["update_is"],
@@ -131,7 +138,15 @@ class State:
     @property
     def hosts(self) -> list[str]:
         """The executor id hosting each partition; empty in local mode, where the driver JVM hosts all."""
-        return list(self._description.get("hosts", []))
+        return list(self.describe()["hosts"])
+
+    def describe(self) -> dict[str, Any]:
+        """The State's definition and where it lives now: ``name``, ``key``, ``value``,
+        ``partitions``, ``rule``, ``time_column``, ``hosts`` (the executor of each partition; empty
+        in local mode), ``root`` and ``read_only`` (why, or None), and ``moves``: partitions rebuilt
+        on another executor after theirs was lost (``partitions``, ``from``, ``to``, ``millis``)."""
+        with translated():
+            return json.loads(api(self._spark).describe(self._jstate))
 
     def changes(self, starting_offsets: str = "earliest") -> DataFrame:
         """The State's change stream: a streaming DataFrame of applied pairs (key columns, value
@@ -142,25 +157,20 @@ class State:
         The stream is a reader of the State: compaction keeps every pair it has not read yet.
         """
         with translated():
-            return (
-                self._spark.readStream.format("sharedstate")
-                .option("state", self.name)
-                .option("startingOffsets", starting_offsets)
-                .load()
-            )
+            return DataFrame(self._jstate.changes(starting_offsets), self._spark)
 
     def as_of(self, time: str | datetime | None = None) -> DataFrame:
         """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
-        reader = self._spark.read.format("sharedstate").option("state", self.name)
-        if time is not None:
-            reader = reader.option("asOf", time.isoformat(sep=" ") if isinstance(time, datetime) else str(time))
         with translated():
-            return reader.load()
+            if time is None:
+                return DataFrame(self._jstate.latest(), self._spark)
+            text = time.isoformat(sep=" ") if isinstance(time, datetime) else str(time)
+            return DataFrame(self._jstate.asOf(text), self._spark)
 
     def late_updates(self) -> DataFrame:
         """Updates the State rejected: late ones (time below U on arrival) and null keys or times."""
         with translated():
-            return self._spark.read.format("sharedstate").option("state", self.name).option("table", "rejected").load()
+            return DataFrame(self._jstate.lateUpdates(), self._spark)
 
     def snapshot(self) -> dict[str, Any]:
         """Snapshots every partition of a durable State now and applies the retention policy (the
@@ -169,20 +179,52 @@ class State:
         and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed, snapshot_ms
         (capture, encode, write) and retention_ms (the retention deletes)."""
         with translated():
-            return json.loads(api(self._spark).snapshot(self.name))
+            return json.loads(api(self._spark).snapshot(self._jstate))
 
     @property
     def root(self) -> str | None:
         """The root directory of a durable State's Delta tables; None for an in-memory State."""
-        return self._description.get("root")
+        root = self._jstate.root()
+        return str(root.get()) if root.isDefined() else None
 
     def drop(self) -> bool:
         """Removes the State from this application. Running queries that use it will fail."""
-        return bool(api(self._spark).drop(self.name))
+        with translated():
+            return bool(self._jstate.drop())
+
+    def fetch_join(
+        self,
+        events: DataFrame,
+        key: str | Sequence[str],
+        time: str,
+        rule: str = "latest",
+        mode: str = "committed",
+        how: str = "left",
+        staleness: str | None = None,
+        window: str | None = None,
+        continuous: bool = False,
+        lateness: str | None = None,
+    ) -> DataFrame:
+        """Joins each event with this State's value at the event's time: see :func:`sharedstate.fetch_join`."""
+        keys = [key] if isinstance(key, str) else list(key)
+        with translated():
+            jdf = api(self._spark).fetchJoin(
+                self._jstate,
+                events._jdf,
+                ",".join(keys),
+                time,
+                rule,
+                mode,
+                how,
+                staleness,
+                window,
+                bool(continuous),
+                lateness,
+            )
+        return DataFrame(jdf, events.sparkSession)
 
     def __repr__(self) -> str:
-        d = self._description
         return (
-            f"State({d['name']!r}, key={d['key']!r}, value={d['value']!r}, rule={d['rule']!r}, "
-            f"partitions={d['partitions']})"
+            f"State({self.name!r}, key={self.key_schema!r}, value={self.value_schema!r}, rule={self.rule!r}, "
+            f"partitions={self.partitions})"
         )

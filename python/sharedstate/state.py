@@ -41,17 +41,43 @@ class State:
         rule: str = "replace",
         partitions: int = 8,
         root: str | None = None,
+        fetch_rules: Sequence[str] | None = None,
+        compaction: str = "keep_latest",
+        late_policy: str = "reject",
+        memory_limit: int | str | None = None,
+        sweep_interval: str = "10 seconds",
     ) -> State:
         """Creates a State, or returns the existing one if it has exactly this definition.
 
         ``key`` and ``value`` are DDL column lists (``"ad_id STRING"``, ``"user STRING, day DATE"``);
-        ``rule`` is the update rule (``replace``); ``partitions`` is fixed for the State's life.
+        ``rule`` is the update rule (``replace``, ``sum``, ``min``, ``max``, ``append``, ...,
+        ``class:<name>``, or a Spark SQL expression over ``old`` and ``new``: ``expr:greatest(old, new)``);
+        ``partitions`` is fixed for the State's life.
         ``root`` (default: the ``spark.sharedstate.root`` conf; unset = in memory only) makes the State
         durable: its Delta tables live under ``<root>/<name>/``, and if they already exist there the
         State is reopened and rebuilt from them (see docs/durability.md).
+        ``fetch_rules``: the fetch rules the State answers (default: every built-in one);
+        ``compaction``: ``keep_latest`` (versions below min(F, U) but the newest per key go),
+        ``none`` or ``class:<name>``; ``late_policy``: ``reject`` (late updates go to the rejected
+        table) or ``fail`` (the epoch fails, naming the update); ``memory_limit``: bytes the State may
+        hold (``"2g"`` or a number; None = no limit); ``sweep_interval``: period of the bounded
+        background compaction sweep (``"0"``: compaction only when a key is touched).
         """
         with translated():
-            handle = api(spark).create(spark._jsparkSession, name, key, value, int(partitions), rule, root)
+            handle = api(spark).create(
+                spark._jsparkSession,
+                name,
+                key,
+                value,
+                int(partitions),
+                rule,
+                root,
+                None if fetch_rules is None else ",".join(fetch_rules),
+                compaction,
+                late_policy,
+                None if memory_limit is None else str(memory_limit),
+                sweep_interval,
+            )
         return State(spark, handle)
 
     @staticmethod

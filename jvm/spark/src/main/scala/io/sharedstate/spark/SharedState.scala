@@ -1,8 +1,8 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{SharedStateException, StateSpec}
+import io.sharedstate.core.SharedStateException
 import io.sharedstate.spark.cluster.Coordinator
-import io.sharedstate.spark.config.SharedStateConf
+import io.sharedstate.spark.config.{SharedStateConf, StateOptions}
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
 import org.apache.spark.sql.SparkSession
@@ -24,8 +24,8 @@ object SharedState {
    * `<root>/<name>/`, and a State whose tables already exist there is reopened and recovered.
    */
   def create(spark: SparkSession, name: String, key: String, value: String, rule: String = "replace",
-      partitions: Int = 8, root: String = null): StateHandle = {
-    val spec = StateSpec(name, key.trim, value.trim, partitions, normalisedRule(rule))
+      partitions: Int = 8, root: String = null, options: StateOptions = StateOptions()): StateHandle = {
+    val spec = options.spec(name, key, value, partitions, rule)
     StateSchemas.of(spec) // both schemas must parse before anything is registered
     DurableStates.root(spark, Option(root)) match {
       case Some(r) => Coordinator.get.createDurable(spark, spec, r)
@@ -33,6 +33,18 @@ object SharedState {
     }
     new StateHandle(spark, name)
   }
+
+  /**
+   * [[create]] with the State's options by name: `fetchRules` (the fetch rules it answers; all
+   * built-ins by default), `compaction` (`keep_latest`, `none`, "class:<name>"), `latePolicy`
+   * (`reject` or `fail`), `memoryLimit` ("2g"; null = none), `sweepInterval` (the bounded
+   * background compaction sweep, "10 seconds" by default; "0" = lazy compaction only).
+   */
+  def create(spark: SparkSession, name: String, key: String, value: String, rule: String, partitions: Int,
+      root: String, fetchRules: Seq[String], compaction: String, latePolicy: String, memoryLimit: String,
+      sweepInterval: String): StateHandle =
+    create(spark, name, key, value, rule, partitions, root,
+      StateOptions(fetchRules, compaction, latePolicy, memoryLimit, sweepInterval))
 
   /**
    * The existing State called `name`: one of this application, or a durable one found under
@@ -65,9 +77,4 @@ object SharedState {
 
   def names: Seq[String] = Coordinator.get.names
 
-  // Built-in names are case-insensitive; a user rule's class name ("class:com.acme.Rule") is not.
-  private def normalisedRule(rule: String): String = {
-    val r = rule.trim
-    if (r.regionMatches(true, 0, "class:", 0, 6)) r else r.toLowerCase
-  }
 }

@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import io.sharedstate.spark.config.StateOptions
 import io.sharedstate.core.{EventTime, StateMetrics}
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import scala.jdk.CollectionConverters._
@@ -15,9 +16,32 @@ import scala.jdk.CollectionConverters._
 object SharedStateApi {
   private val json = new ObjectMapper()
 
-  /** [[SharedState.create]]; `root` null: `spark.sharedstate.root`, or in memory when that is unset. */
+  /**
+   * [[SharedState.create]] with every option given (null: the default); `fetchRules` comma-separated;
+   * `root` null: `spark.sharedstate.root`, or in memory when that is unset.
+   */
   def create(spark: SparkSession, name: String, key: String, value: String, partitions: Int, rule: String,
-      root: String): StateHandle = SharedState.create(spark, name, key, value, rule, partitions, root)
+      root: String, fetchRules: String, compaction: String, latePolicy: String, memoryLimit: String,
+      sweepInterval: String): StateHandle = {
+    val rules = Option(fetchRules).map(_.split(",").map(_.trim).filter(_.nonEmpty).toSeq)
+    val defaults = StateOptions()
+    SharedState.create(
+      spark,
+      name,
+      key,
+      value,
+      rule,
+      partitions,
+      root,
+      StateOptions(
+        rules.getOrElse(defaults.fetchRules),
+        Option(compaction).getOrElse(defaults.compaction),
+        Option(latePolicy).getOrElse(defaults.latePolicy),
+        memoryLimit,
+        Option(sweepInterval).getOrElse(defaults.sweepInterval)
+      )
+    )
+  }
 
   /** [[SharedState.get]]. */
   def get(spark: SparkSession, name: String): StateHandle = SharedState.get(spark, name)
@@ -43,6 +67,11 @@ object SharedStateApi {
         "value" -> spec.valueSchema,
         "partitions" -> spec.partitions,
         "rule" -> spec.updateRule,
+        "fetch_rules" -> spec.fetchRules.asJava,
+        "compaction" -> spec.compaction,
+        "late_policy" -> spec.lateness,
+        "memory_limit_bytes" -> spec.memoryLimitBytes,
+        "sweep_interval_ms" -> spec.compactionIntervalMs,
         "time_column" -> state.timeColumn,
         "hosts" -> state.hosts.asJava,
         "root" -> state.root.orNull,

@@ -166,6 +166,46 @@ class State:
         """The executor id hosting each partition; empty in local mode, where the driver JVM hosts all."""
         return list(self.describe()["hosts"])
 
+    def writers(self) -> list[dict[str, Any]]:
+        """The State's update writers (a writer's id is its query's id): ``progress`` (its
+        event-time watermark, a UTC datetime), ``last_epoch`` and ``status``: ``active`` (it holds U
+        back), ``paused`` (its query is not running, or it had no input for its ``idleTimeout``; it
+        resumes when it runs again) or ``finished``."""
+        with translated():
+            raw = json.loads(api(self._spark).writers(self._jstate))
+        return [
+            {
+                "writer": w["writer"],
+                "progress": _time(w["progress"]),
+                "progress_is": w["progress_is"],
+                "last_epoch": w["last_epoch"],
+                "status": w["status"],
+            }
+            for w in raw
+        ]
+
+    def finish_writer(self, writer: str) -> None:
+        """``writer`` is done for good: it no longer holds U back (once every writer is done, U is
+        +infinity and every value is final)."""
+        with translated():
+            self._jstate.finishWriter(writer)
+
+    def remove_writer(self, writer: str) -> None:
+        """Forgets ``writer`` and what it staged: it no longer holds U back; if its query runs again
+        it joins at the current U (its updates below U are late)."""
+        with translated():
+            self._jstate.removeWriter(writer)
+
+    def readers(self) -> dict[str, datetime | None]:
+        """The State's readers (streaming fetch joins, change streams) and their fetch progress F."""
+        with translated():
+            return {r: _time(p) for r, p in json.loads(api(self._spark).readers(self._jstate)).items()}
+
+    def remove_reader(self, reader: str) -> None:
+        """Forgets ``reader``: it no longer holds F, and so compaction, back."""
+        with translated():
+            self._jstate.removeReader(reader)
+
     def describe(self) -> dict[str, Any]:
         """The State's definition and where it lives now: ``name``, ``key``, ``value``,
         ``partitions``, ``rule``, ``time_column``, ``hosts`` (the executor of each partition; empty

@@ -80,7 +80,7 @@ def main(root: str, name: str, workdir: Path, master: str = "local[2]") -> None:
                     "errors": errors,
                     "late": late,
                     "app_id": spark.sparkContext.applicationId,
-                    "hosts": state._description.get("hosts"),
+                    "hosts": state.hosts,
                 }
             )
         )

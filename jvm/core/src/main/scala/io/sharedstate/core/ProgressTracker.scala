@@ -16,10 +16,15 @@ import scala.collection.mutable
 final class ProgressTracker(kind: String, private var whenEmpty: Long, finishedToInfinity: Boolean = true) {
   private val reported = mutable.LinkedHashMap.empty[String, Long]
   private val finished = mutable.Set.empty[String]
+  // Paused reporters (a stopped or idle writer) are out of the minimum, but unlike finished ones they
+  // never let the progress jump: with only paused reporters left it stays where it is.
+  private val paused = mutable.Set.empty[String]
 
   def isRegistered(reporter: String): Boolean = reported.contains(reporter)
-  def isActive(reporter: String): Boolean = reported.contains(reporter) && !finished(reporter)
-  def activeCount: Int = reported.size - finished.size
+  def isActive(reporter: String): Boolean = reported.contains(reporter) && !finished(reporter) && !paused(reporter)
+  def isPaused(reporter: String): Boolean = paused(reporter)
+  def isFinished(reporter: String): Boolean = finished(reporter)
+  def activeCount: Int = reported.size - finished.size - paused.size
 
   /**
    * Registers a reporter; a known reporter keeps its progress (a restarted query resumes). A new
@@ -34,7 +39,11 @@ final class ProgressTracker(kind: String, private var whenEmpty: Long, finishedT
       reported(reporter) = if (EventTime.isFinite(frontier)) frontier else EventTime.MinusInfinity
     }
     finished -= reporter
+    paused -= reporter
   }
+
+  /** Takes a reporter out of the minimum until it registers again (which keeps its progress). */
+  def pause(reporter: String): Unit = if (reported.contains(reporter) && !finished(reporter)) paused += reporter
 
   def report(reporter: String, progress: Long): Unit = {
     val prev = reported.getOrElse(reporter,
@@ -48,17 +57,18 @@ final class ProgressTracker(kind: String, private var whenEmpty: Long, finishedT
 
   def progressOf(reporter: String): Option[Long] = reported.get(reporter)
 
-  def finish(reporter: String): Unit = if (reported.contains(reporter)) finished += reporter
+  def finish(reporter: String): Unit = if (reported.contains(reporter)) { finished += reporter; paused -= reporter }
 
-  def deregister(reporter: String): Unit = { reported -= reporter; finished -= reporter }
+  def deregister(reporter: String): Unit = { reported -= reporter; finished -= reporter; paused -= reporter }
 
   def setWhenEmpty(progress: Long): Unit = whenEmpty = progress
 
   def current: Long = {
     var min = Long.MaxValue
     var any = false
-    reported.foreach { case (r, p) => if (!finished(r)) { any = true; if (p < min) min = p } }
+    reported.foreach { case (r, p) => if (!finished(r) && !paused(r)) { any = true; if (p < min) min = p } }
     if (any) min
+    else if (paused.nonEmpty) EventTime.MinusInfinity // stays: the State's progress never goes back
     else if (reported.isEmpty) whenEmpty
     else if (finishedToInfinity) EventTime.PlusInfinity
     else reported.values.max

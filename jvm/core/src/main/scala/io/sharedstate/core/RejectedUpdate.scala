@@ -18,6 +18,9 @@ object RejectedUpdate {
   val NullKey = "null_key"
   val NullTime = "null_time"
 
+  /** The update's time was further ahead of the writer's clock than its `maxAhead` allows (a typo like 9999-12-31). */
+  val AheadOfClock = "ahead_of_clock"
+
   /** The update rule threw on this update (the message follows the colon); the rest of its key's chain still applied. */
   val RuleFailed = "rule_failed"
 }

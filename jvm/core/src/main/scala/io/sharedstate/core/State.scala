@@ -170,6 +170,29 @@ final class State(val spec: StateSpec) {
     journalRejected()
   })
 
+  /**
+   * A writer that is not running (its query stopped) or went idle no longer holds U back; unlike a
+   * finished one it never lets U jump to +infinity (with only paused writers U stays), and
+   * registering again resumes it with its progress and committed epochs. Not journaled: a durable
+   * State reopened later recovers its writers as registered, and each resumes when its query starts.
+   */
+  def pauseWriter(writer: String): Unit = afterProgress(underCommitLock {
+    updateTracker.pause(writer)
+    publishProgress(updateTracker.current)
+    journalRejected()
+  })
+
+  /** Every registered writer with its progress, last committed epoch and whether it is active, paused or finished. */
+  def writerStatuses: Seq[WriterStatus] = underCommitLock {
+    updateTracker.reporters.toSeq.sortBy(_._1).map { case (w, p) =>
+      val status =
+        if (updateTracker.isFinished(w)) WriterStatus.Finished
+        else if (updateTracker.isPaused(w)) WriterStatus.Paused
+        else WriterStatus.Active
+      WriterStatus(w, p, lastEpoch.getOrElse(w, -1L), status)
+    }
+  }
+
   /** Forgets a writer and what it staged; it no longer holds U back. */
   def deregisterWriter(writer: String): Unit = afterProgress(underCommitLock {
     if (journal != null && updateTracker.isRegistered(writer)) journal.writerDeregistered(writer)

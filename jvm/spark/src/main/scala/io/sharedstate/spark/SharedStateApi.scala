@@ -104,6 +104,16 @@ object SharedStateApi {
       ).asJava)
   }
 
+  /** [[StateHandle.writers]]: times in microseconds, null for -/+ infinity (see `progress_is`). */
+  def writers(state: StateHandle): String = json.writeValueAsString(state.writers.map { w =>
+    Map[String, Any]("writer" -> w.writer, "progress" -> micros(w.progress), "progress_is" -> infinity(w.progress),
+      "last_epoch" -> w.lastEpoch, "status" -> w.status).asJava
+  }.asJava)
+
+  /** [[StateHandle.readers]]: F per reader in microseconds, null for -/+ infinity. */
+  def readers(state: StateHandle): String =
+    json.writeValueAsString(state.readers.map { case (r, p) => r -> micros(p) }.asJava)
+
   /** [[StateHandle.snapshot]]: what the round did. */
   def snapshot(state: StateHandle): String = {
     val r = state.snapshot()

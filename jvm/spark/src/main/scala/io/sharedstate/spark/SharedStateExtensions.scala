@@ -16,7 +16,7 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
  */
 final class SharedStateExtensions extends SparkSessionExtensionsProvider {
   override def apply(extensions: SparkSessionExtensions): Unit = {
-    extensions.injectCheckRule(_ => StreamingWriteCheck)
+    extensions.injectCheckRule(session => new StreamingWriteCheck(session))
     extensions.injectPlannerStrategy(_ => FetchJoinStrategy)
     extensions.injectFunction((
         FunctionIdentifier(SharedStateFetchExpression.Name),

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.core.{StateMetrics, StateSpec}
+import io.sharedstate.core.{SharedStateException, StateMetrics, StateSpec, WriterStatus}
 import io.sharedstate.spark.cluster.{Coordinator, StateController}
 import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.{DurableStates, SnapshotRound}
@@ -61,6 +61,32 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   /** Partitions rebuilt on another executor after theirs was lost (cluster mode, durable States). */
   def moves: Seq[PartitionMove] =
     controller.moves.map(m => PartitionMove(m.partitions, m.from.executorId, m.to.executorId, m.millis))
+
+  /**
+   * The State's update writers: progress, last committed epoch, and status (`active`: holds U back;
+   * `paused`: its query is not running or it is idle; `finished`). A writer's id is its query's id.
+   */
+  def writers: Seq[WriterStatus] = controller.writerStatuses
+
+  /** `writer` is done for good: it no longer holds U back (once every writer is done, U is +infinity). */
+  def finishWriter(writer: String): Unit = { requireWriter(writer); controller.finishWriter(writer) }
+
+  /** Forgets `writer` and what it staged: it no longer holds U back; if it runs again it joins at the current U. */
+  def removeWriter(writer: String): Unit = { requireWriter(writer); controller.deregisterWriter(writer) }
+
+  /** The State's readers (fetch joins, change streams) and their fetch progress F, in microseconds. */
+  def readers: Map[String, Long] = controller.metrics.readers
+
+  /** Forgets `reader`: it no longer holds F (and so compaction) back. */
+  def removeReader(reader: String): Unit = {
+    if (controller.readerProgress(reader).isEmpty) throw new SharedStateException(
+      s"State '$name' has no reader '$reader'. Its readers: ${readers.keys.toSeq.sorted.mkString(", ")}.")
+    controller.deregisterReader(reader)
+  }
+
+  private def requireWriter(writer: String): Unit =
+    if (!writers.exists(_.writer == writer)) throw new SharedStateException(
+      s"State '$name' has no writer '$writer'. Its writers: ${writers.map(_.writer).mkString(", ")}.")
 
   def drop(): Boolean = Coordinator.get.drop(name)
 

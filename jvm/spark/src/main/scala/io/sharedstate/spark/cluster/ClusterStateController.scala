@@ -10,7 +10,8 @@ import io.sharedstate.core.{
   State,
   StateJournal,
   StateMetrics,
-  StateSpec
+  StateSpec,
+  WriterStatus
 }
 import io.sharedstate.core.State.CommitOutcome
 import Messages._
@@ -80,6 +81,10 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
     step(AbortEpoch(name, incarnation, writer, epoch))(_.abortEpoch(writer, epoch))
   override def finishWriter(writer: String): Unit =
     step(FinishWriter(name, incarnation, writer))(_.finishWriter(writer))
+  override def pauseWriter(writer: String): Unit =
+    step(PauseWriter(name, incarnation, writer))(_.pauseWriter(writer))
+  // The keeper sees every lifecycle step, so it knows every writer's progress and status.
+  override def writerStatuses: Seq[WriterStatus] = progressKeeper.writerStatuses
   override def deregisterWriter(writer: String): Unit =
     step(DeregisterWriter(name, incarnation, writer))(_.deregisterWriter(writer))
   override def registerReader(reader: String): Unit =

@@ -181,6 +181,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
         val o = s.commitEpoch(w, e, p); Committed(o.accepted, o.rejected)
       case AbortEpoch(_, _, w, e) => s.abortEpoch(w, e); true
       case FinishWriter(_, _, w) => s.finishWriter(w); true
+      case PauseWriter(_, _, w) => s.pauseWriter(w); true
       case DeregisterWriter(_, _, w) => s.deregisterWriter(w); true
       case RegisterReader(_, _, r) => s.registerReader(r); true
       case ReportFetchProgress(_, _, r, p) => s.reportFetchProgress(r, p); true

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.core.{ChangeSubscription, RejectedUpdate, State, StateMetrics, StateSpec}
+import io.sharedstate.core.{ChangeSubscription, RejectedUpdate, State, StateMetrics, StateSpec, WriterStatus}
 import io.sharedstate.core.State.CommitOutcome
 import io.sharedstate.spark.durable.DurableStates
 
@@ -22,6 +22,8 @@ private[sharedstate] final class LocalStateController(state: State) extends Stat
   override def registerWriter(writer: String): Unit = state.registerWriter(writer)
   override def abortEpoch(writer: String, epoch: Long): Unit = state.abortEpoch(writer, epoch)
   override def finishWriter(writer: String): Unit = state.finishWriter(writer)
+  override def pauseWriter(writer: String): Unit = state.pauseWriter(writer)
+  override def writerStatuses: Seq[WriterStatus] = state.writerStatuses
   override def deregisterWriter(writer: String): Unit = state.deregisterWriter(writer)
   override def registerReader(reader: String): Unit = state.registerReader(reader)
   override def reportFetchProgress(reader: String, progress: Long): Unit = state.reportFetchProgress(reader, progress)

@@ -58,6 +58,7 @@ private[sharedstate] object Messages {
       extends Lifecycle
   final case class AbortEpoch(state: String, incarnation: Long, writer: String, epoch: Long) extends Lifecycle
   final case class FinishWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
+  final case class PauseWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
   final case class DeregisterWriter(state: String, incarnation: Long, writer: String) extends Lifecycle
   final case class RegisterReader(state: String, incarnation: Long, reader: String) extends Lifecycle
   final case class ReportFetchProgress(state: String, incarnation: Long, reader: String, progress: Long)

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.core.{ChangeSubscription, RejectedUpdate, StateMetrics, StateSpec}
+import io.sharedstate.core.{ChangeSubscription, RejectedUpdate, StateMetrics, StateSpec, WriterStatus}
 import io.sharedstate.core.State.CommitOutcome
 
 /**
@@ -35,6 +35,12 @@ private[sharedstate] trait StateController {
   def registerWriter(writer: String): Unit
   def abortEpoch(writer: String, epoch: Long): Unit
   def finishWriter(writer: String): Unit
+
+  /** The writer is not running (its query stopped) or idle: it stops holding U until it registers again. */
+  def pauseWriter(writer: String): Unit
+
+  /** Every writer with its progress, last committed epoch and status (active, paused, finished). */
+  def writerStatuses: Seq[WriterStatus]
   def deregisterWriter(writer: String): Unit
   def registerReader(reader: String): Unit
   def reportFetchProgress(reader: String, progress: Long): Unit

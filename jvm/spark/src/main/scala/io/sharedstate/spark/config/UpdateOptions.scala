@@ -14,7 +14,9 @@ private[sharedstate] final case class UpdateOptions(
     timeOrdinal: Int,
     valueOrdinals: Array[Int],
     latenessMicros: Long,
-    inputSchema: StructType)
+    inputSchema: StructType,
+    maxAheadMicros: Long = UpdateOptions.DefaultMaxAheadMicros,
+    idleTimeoutMicros: Long = UpdateOptions.NoIdleTimeout)
 
 private[sharedstate] object UpdateOptions {
   val State = "state"
@@ -23,9 +25,24 @@ private[sharedstate] object UpdateOptions {
   val Value = "value"
   val LatenessOption = "lateness"
 
+  /** How far ahead of the writing task's clock an update's time may be; `off` for replays of future-dated data. */
+  val MaxAheadOption = "maxAhead"
+  val DefaultMaxAhead = "1 day"
+  val DefaultMaxAheadMicros: Long = 86400L * 1000000L
+
+  /** No bound: every update time is accepted. */
+  val NoMaxAhead: Long = -1L
+
+  /**
+   * A writer with no new input for this long stops holding U back, and rejoins at the current U when
+   * input comes back (Flink's `withIdleness`); none by default.
+   */
+  val IdleTimeoutOption = "idleTimeout"
+  val NoIdleTimeout: Long = -1L
+
   /** Options Spark itself passes to every sink. */
   private val SparkOwned = Set("checkpointlocation", "path", "queryname")
-  val Known: Set[String] = Set(State, Key, Time, Value, LatenessOption)
+  val Known: Set[String] = Set(State, Key, Time, Value, LatenessOption, MaxAheadOption, IdleTimeoutOption)
 
   /** The required `state` option: the name of the State a write or read is for. */
   def stateName(options: CaseInsensitiveStringMap): String =
@@ -34,7 +51,7 @@ private[sharedstate] object UpdateOptions {
 
   /** The options of a write into the State defined by `spec`, bound to the `input` schema. */
   def parse(options: CaseInsensitiveStringMap, input: StructType, spec: StateSpec): UpdateOptions = {
-    val unknown = options.keySet.asScala.map(_.toLowerCase).filterNot(k => Known(k) || SparkOwned(k))
+    val unknown = options.keySet.asScala.map(_.toLowerCase).filterNot(k => Known.exists(_.equalsIgnoreCase(k)) || SparkOwned(k))
     if (unknown.nonEmpty) {
       throw new SharedStateException(s"Unknown option(s) ${unknown.toSeq.sorted.mkString(", ")} for a sharedstate " +
         s"write. Supported: ${Known.toSeq.sorted.mkString(", ")}.")
@@ -52,9 +69,23 @@ private[sharedstate] object UpdateOptions {
       timeOrdinal = StateSchemas.checkTimestamp(input, timeCol, Time),
       valueOrdinals = StateSchemas.bindColumns(input, valueCols, schemas.value, Value, spec.name),
       latenessMicros = lateness,
-      inputSchema = input
+      inputSchema = input,
+      maxAheadMicros = Option(options.get(MaxAheadOption)).map(_.trim).map {
+        case off if off.equalsIgnoreCase("off") => NoMaxAhead
+        case text => Intervals.parseMicros(MaxAheadOption, text)
+      }.getOrElse(DefaultMaxAheadMicros),
+      idleTimeoutMicros = idleTimeoutMicros(options)
     )
   }
+
+  /** The writer's idle timeout (`idleTimeout`) in microseconds, or [[NoIdleTimeout]]. */
+  def idleTimeoutMicros(options: CaseInsensitiveStringMap): Long =
+    Option(options.get(IdleTimeoutOption)).map(_.trim).map { text =>
+      val micros = Intervals.parseMicros(IdleTimeoutOption, text)
+      if (micros <= 0) throw new SharedStateException(
+        s"Option '$IdleTimeoutOption': '$text' must be longer than 0; leave it out to keep a writer's hold on U.")
+      micros
+    }.getOrElse(NoIdleTimeout)
 
   private def columns(options: CaseInsensitiveStringMap, name: String): Option[Seq[String]] =
     Option(options.get(name)).map(_.split(",").map(_.trim).filter(_.nonEmpty).toSeq).filter(_.nonEmpty)

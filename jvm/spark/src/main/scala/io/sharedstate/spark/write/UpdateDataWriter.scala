@@ -19,6 +19,10 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
 
   private val binder = new RowBinder(options.inputSchema, options.keyOrdinals, options.valueOrdinals)
   private var batch = new UpdateBatch
+  // Updates further ahead of this task's clock are rejected, so a typo such as 9999-12-31 never moves U.
+  private val latestAllowed =
+    if (options.maxAheadMicros == UpdateOptions.NoMaxAhead) Long.MaxValue
+    else Math.addExact(Math.multiplyExact(System.currentTimeMillis(), 1000L), options.maxAheadMicros)
 
   override def write(row: InternalRow): Unit = {
     val value = binder.valueBytes(row)
@@ -29,6 +33,9 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
     } else if (row.isNullAt(options.timeOrdinal)) {
       batch.reject(RejectedUpdate(binder.keyBytes(row), null, value, RejectedUpdate.NullTime, writer, epoch,
           EventTime.MinusInfinity))
+    } else if (row.getLong(options.timeOrdinal) > latestAllowed) {
+      batch.reject(RejectedUpdate(binder.keyBytes(row), row.getLong(options.timeOrdinal), value,
+          RejectedUpdate.AheadOfClock, writer, epoch, EventTime.MinusInfinity))
     } else {
       batch.add(binder.keyBytes(row), row.getLong(options.timeOrdinal), value)
     }

@@ -21,12 +21,18 @@ private[sharedstate] final class UpdateStreamingWrite(options: UpdateOptions, wr
   state.registerWriter(writer)
   private val committer = new EpochCommitter(state, writer, options.latenessMicros)
 
-  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory =
+  // Spark asks for a factory per micro-batch, which only runs when there is input.
+  override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory = {
+    WriterLifecycle.input(options.stateName, writer)
     new UpdateWriterFactory(options, writer, DurableStates.target(options.stateName))
+  }
 
   override def useCommitCoordinator(): Boolean = true
 
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = {
+    // A continuous query commits epochs with or without input: only input counts against idleness.
+    if (messages.exists { case m: UpdateCommitMessage => m.staged + m.rejected > 0; case _ => false })
+      WriterLifecycle.input(options.stateName, writer)
     val outcome = committer.commit(epochId, messages)
     logInfo(s"State ${state.name}: writer $writer epoch $epochId committed " +
       s"(accepted ${outcome.accepted}, rejected ${outcome.rejected}, U=${EventTime.show(outcome.updateProgress)})")

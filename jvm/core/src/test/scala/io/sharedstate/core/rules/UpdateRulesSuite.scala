@@ -123,6 +123,18 @@ class UpdateRulesSuite extends AnyFunSuite {
     assert(System.getProperty(ruleTrace) == "true", "a checked rule is initialised when it is constructed")
   }
 
+  test("a name with a prefix the engine does not know goes to the UpdateRuleProvider for it (ServiceLoader)") {
+    val t = ValueType.parse("s STRING")
+    val joined = UpdateRule.resolve("JOIN:/", t)
+    assert(joined.name == "join:/" && values(t, fold(joined, row(t, "a"), row(t, "b"), row(t, "c"))) == Seq("a/b/c"))
+    assert(StateSpec("viaProvider", "k STRING", "s STRING", 1, "join:-").updateRule == "join:-")
+    assert(intercept[SharedStateException](UpdateRule.resolve("join:", t)).getMessage.contains("separator is empty"))
+    val e = intercept[SharedStateException](UpdateRule.resolve("nope:x", t))
+    assert(e.getMessage.contains("Unknown update rule 'nope:x'") && e.getMessage.contains("'join:...'"), e.getMessage)
+    val noSpark = intercept[SharedStateException](UpdateRule.resolve("expr:greatest(old, new)", t)).getMessage
+    assert(noSpark.contains("need the sharedstate Spark plugin"), noSpark)
+  }
+
   test("a non-commutative rule gives the same answer whatever order the updates arrived in") {
     val t = ValueType.parse("s STRING")
     val updates = Seq(30L -> "c", 10L -> "a", 20L -> "b", 40L -> "d")

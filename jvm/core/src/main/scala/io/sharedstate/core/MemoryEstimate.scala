@@ -16,6 +16,14 @@ object MemoryEstimate {
   /** A staged update: its slot in four parallel arrays and the value array header. */
   val PerStaged: Long = 4 * 8 + 16
 
+  /** A kept rejected update: its queue node, the RejectedUpdate object, the boxed time and two array headers. */
+  val PerRejected: Long = 24 + 48 + 16 + 2 * 16
+
+  def rejected(r: RejectedUpdate): Long =
+    PerRejected + lengthOf(r.key) + lengthOf(r.value) + (if (r.reason == null) 0 else r.reason.length)
+
+  private def lengthOf(a: Array[Byte]): Long = if (a == null) 0L else a.length.toLong
+
   def entry(key: Key, set: ValueSet): Long =
     if (set == null) 0L else key.bytes.length + set.payloadBytes + PerKey + PerVersion * set.size
 }

@@ -35,8 +35,11 @@ final class State(val spec: StateSpec) {
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, UpdateBatch]]()
   private val stagingBytes = new AtomicLong()
+  // The first spec.rejectedLogCap rejected updates; the rest are only counted (rejectedCount - cap).
+  // A durable State's journal still gets every one (stepRejected), for its rejected table.
   private val rejectedLog = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val rejectedCount = new AtomicLong()
+  private val rejectedLogBytes = new AtomicLong()
   // What the current step (a commit or progress event, live or replayed) rejected; drained at its end.
   private val stepRejected = new ConcurrentLinkedQueue[RejectedUpdate]()
   private val writerStats = new ConcurrentHashMap[String, WriterStats]()
@@ -523,7 +526,10 @@ final class State(val spec: StateSpec) {
 
   // ---- introspection ----
 
-  /** Rejected and late updates, oldest first. */
+  /**
+   * Rejected and late updates, oldest first: at most the first `spec.rejectedLogCap` of them (the
+   * metrics count them all, and those past the cap as `rejectedDropped`).
+   */
   def rejectedUpdates: Seq[RejectedUpdate] = rejectedLog.asScala.toSeq
 
   def metrics: StateMetrics = {
@@ -550,12 +556,15 @@ final class State(val spec: StateSpec) {
       pendingFetches = pending.size,
       memoryLimitBytes = spec.memoryLimitBytes,
       partitionBytes = parts.map(_.bytesHeld).toIndexedSeq,
-      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq
+      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq,
+      rejectedBytes = rejectedLogBytes.get,
+      rejectedDropped = math.max(0L, rejectedCount.get - spec.rejectedLogCap)
     )
   }
 
-  /** Estimated bytes held: applied entries, staged updates and epochs not yet committed. */
-  def memoryUsed: Long = parts.map(p => p.bytesHeld + p.stagedBytes).sum + stagingBytes.get
+  /** Estimated bytes held: applied entries, staged updates, epochs not yet committed and the rejected log. */
+  def memoryUsed: Long =
+    parts.map(p => p.bytesHeld + p.stagedBytes).sum + stagingBytes.get + rejectedLogBytes.get
 
   /** Stops the background sweep and fails the fetches still waiting. */
   def close(): Unit = {
@@ -627,8 +636,13 @@ final class State(val spec: StateSpec) {
 
   private def frontierOf(t: Long): Long = if (EventTime.isFinite(t)) t else EventTime.MinusInfinity
 
+  // Called from parallel partition appliers too: the count decides, atomically, which updates the log keeps.
   private def reject(r: RejectedUpdate): Unit = {
-    rejectedLog.add(r); rejectedCount.incrementAndGet(); stepRejected.add(r)
+    if (rejectedCount.incrementAndGet() <= spec.rejectedLogCap) {
+      rejectedLog.add(r)
+      rejectedLogBytes.addAndGet(MemoryEstimate.rejected(r))
+    }
+    stepRejected.add(r)
   }
 
   private def drainStepRejected(): Seq[RejectedUpdate] =

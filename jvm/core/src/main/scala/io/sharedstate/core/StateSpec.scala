@@ -17,6 +17,9 @@ import io.sharedstate.core.rules.UpdateRule
  * @param memoryLimitBytes estimated bytes the State may hold (applied plus staged); 0 = no limit
  * @param compactionIntervalMs period of the background compaction sweep; 0 = lazy compaction only
  * @param compactionBatch entries each partition examines per sweep round
+ * @param rejectedLogCap rejected updates the in-memory rejected log keeps (the first ones; later
+ *                       ones are only counted, as `rejectedDropped`); 0 keeps none. The counts of
+ *                       rejected updates stay exact, and a durable State's rejected table keeps them all.
  */
 final case class StateSpec(
     name: String,
@@ -29,7 +32,8 @@ final case class StateSpec(
     lateness: String = StateSpec.RejectLate,
     memoryLimitBytes: Long = 0L,
     compactionIntervalMs: Long = 0L,
-    compactionBatch: Int = 10000) {
+    compactionBatch: Int = 10000,
+    rejectedLogCap: Int = StateSpec.DefaultRejectedLogCap) {
 
   StateSpec.validateName(name)
   if (partitions < 1 || partitions > StateSpec.MaxPartitions) {
@@ -50,11 +54,14 @@ final case class StateSpec(
     s"State '$name': memoryLimitBytes must be >= 0 (0 = no limit), got $memoryLimitBytes.")
   if (compactionIntervalMs < 0 || compactionBatch < 1) throw new SharedStateException(
     s"State '$name': compactionIntervalMs must be >= 0 and compactionBatch >= 1, got $compactionIntervalMs and $compactionBatch.")
+  if (rejectedLogCap < 0) throw new SharedStateException(
+    s"State '$name': rejectedLogCap must be >= 0 (0 = keep no rejected update in memory), got $rejectedLogCap.")
   keyType
 }
 
 object StateSpec {
   val MaxPartitions = 4096
+  val DefaultRejectedLogCap = 10000
   val RejectLate = "reject"
   val FailLate = "fail"
   val LatenessPolicies: Seq[String] = Seq(RejectLate, FailLate)

@@ -1,5 +1,6 @@
 package io.sharedstate.core
 
+import io.sharedstate.core.rules.UpdateRule
 import org.scalatest.funsuite.AnyFunSuite
 
 class MemorySuite extends AnyFunSuite {
@@ -43,5 +44,74 @@ class MemorySuite extends AnyFunSuite {
     s.stage("w", 1, 0, batch(10, from = 2000)) // a smaller batch still fits
     assert(intercept[SharedStateException](StateSpec("x", "k STRING", "v STRING", 1, "replace", memoryLimitBytes = -1))
         .getMessage.contains("memoryLimitBytes must be >= 0"))
+  }
+
+  test("the rejected log keeps at most rejectedLogCap updates; counts stay exact; its bytes count in memory") {
+    // Two writers each send 40 late updates (below U) and 10 rule failures (applied in parallel
+    // across partitions), 100 rejections in all, with a cap of 30.
+    UpdateRule.register(
+      "fails_on_bad_test",
+      _ =>
+        new UpdateRule {
+          val name = "fails_on_bad"
+          def apply(p: Array[Byte], in: Array[Byte]): Array[Byte] =
+            if (in.length == 3) throw new IllegalStateException("bad") else in
+        }
+    )
+    def run(cap: Int): State = {
+      val s = new State(StateSpec(s"rej$cap", "k STRING", "v BINARY", 4, "fails_on_bad_test", rejectedLogCap = cap))
+      for (w <- Seq("w1", "w2")) s.registerWriter(w)
+      for (w <- Seq("w1", "w2")) s.commitEpoch(w, 0, 1000)
+      for ((w, i) <- Seq("w1", "w2").zipWithIndex) {
+        val b = new UpdateBatch
+        (0 until 40).foreach(j => b.add(s"$w-late$j".getBytes, j.toLong, new Array[Byte](50)))
+        (0 until 10).foreach(j => b.add(s"$w-bad$j".getBytes, 2000L + j, new Array[Byte](3)))
+        (0 until 5).foreach(j => b.add(s"$w-ok$j".getBytes, 2000L + j, new Array[Byte](8)))
+        s.stage(w, 1, i, b)
+        s.commitEpoch(w, 1, 5000)
+      }
+      s
+    }
+    val unbounded = run(1000)
+    val all = unbounded.rejectedUpdates
+    assert(all.size == 100 && unbounded.metrics.rejectedDropped == 0)
+    val allBytes = all.map(MemoryEstimate.rejected).sum
+    assert(unbounded.metrics.rejectedBytes == allBytes && allBytes > 100 * 50)
+    val applied = unbounded.metrics.bytesHeld + unbounded.metrics.stagedBytes
+    assert(unbounded.memoryUsed == applied + allBytes, "the rejected log counts in memoryUsed")
+
+    val capped = run(30)
+    val m = capped.metrics
+    assert(capped.rejectedUpdates.size == 30, "the log stops at the cap")
+    assert(m.updatesRejected == 100 && m.rejectedDropped == 70, "every rejection is counted")
+    // Per writer: (accepted, rejected) at commit; a rule failure is found after its update was accepted.
+    assert(m.writerCounts == Map("w1" -> (15L, 40L), "w2" -> (15L, 40L)), "per-writer counts stay exact")
+    assert(m.rejectedBytes == capped.rejectedUpdates.map(MemoryEstimate.rejected).sum)
+    assert(capped.memoryUsed == m.bytesHeld + m.stagedBytes + m.rejectedBytes)
+    assert(
+      capped.rejectedUpdates.map(r => (r.writer, new String(r.key))) == all.take(30).map(r =>
+        (r.writer, new String(r.key))),
+      "the log keeps the first rejections, in order"
+    )
+
+    val none = run(0)
+    assert(none.rejectedUpdates.isEmpty && none.metrics.rejectedBytes == 0)
+    assert(none.metrics.updatesRejected == 100 && none.metrics.rejectedDropped == 100)
+    assert(StateSpec("d", "k STRING", "v STRING", 1, "replace").rejectedLogCap == StateSpec.DefaultRejectedLogCap)
+    assert(intercept[SharedStateException](StateSpec("x", "k STRING", "v STRING", 1, "replace", rejectedLogCap = -1))
+        .getMessage.contains("rejectedLogCap must be >= 0"))
+  }
+
+  test("the rejected log counts against the memory limit") {
+    val s = new State(StateSpec("rejlim", "k STRING", "v BINARY", 1, "replace", memoryLimitBytes = 20000))
+    s.registerWriter("w")
+    s.commitEpoch("w", 0, 1000)
+    s.stage("w", 1, 0, batch(50, valueBytes = 200)) // all late: 50 rejections of ~330 bytes
+    s.commitEpoch("w", 1, 1000)
+    assert(s.metrics.bytesHeld == 0 && s.memoryUsed == s.metrics.rejectedBytes && s.memoryUsed > 15000)
+    val next = batch(60, from = 2000)
+    assert(next.bytes < 20000 && next.bytes + s.memoryUsed > 20000, "it fits only without the rejected log")
+    val e = intercept[SharedStateException](s.stage("w", 2, 0, next))
+    assert(e.getMessage.contains("memoryLimitBytes of 20000"))
   }
 }

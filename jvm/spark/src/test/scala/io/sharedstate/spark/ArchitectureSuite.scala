@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
  * The package layering of `jvm/spark`, checked on the compiled classes (ArchUnit reads the
  * bytecode, so it sees what Scala really references, including inlined constants' owners):
  * {{{
- *   core <- rows <- config <- durable <- cluster <- {write, read, changes} <- fetch.batch <- fetch <- root
+ *   core <- {rows, rules} <- config <- durable <- cluster <- {write, read, changes} <- fetch.batch <- fetch <- root
  * }}}
  * A class may depend on its own package and on lower ranks only; packages of the same rank do not
  * depend on each other. Spark-private bridges (`org.apache.spark.sharedstate`,
@@ -21,6 +21,7 @@ class ArchitectureSuite extends AnyFunSuite {
   /** Rank of each package of the plugin (relative to the root); a new package must be placed here. */
   private val Ranks: Map[String, Int] = Map(
     "rows" -> 1,
+    "rules" -> 1,
     "config" -> 2,
     "durable" -> 3,
     "cluster" -> 4,

@@ -13,6 +13,8 @@ import scala.jdk.CollectionConverters._
  *
  * A user rule implements this trait with a public constructor taking a [[ValueType]] (or none) and is
  * named "class:com.example.MyRule"; or it is registered under a name with [[UpdateRule.register]].
+ * Names with a prefix the engine does not know ("expr:greatest(old, new)") go to the
+ * [[UpdateRuleProvider]] registered for that prefix (the Spark plugin provides "expr:").
  */
 trait UpdateRule extends Serializable {
   def name: String
@@ -61,10 +63,19 @@ object UpdateRule {
     } else {
       val n = trimmed.toLowerCase
       val factory = builtIn.getOrElse(n, registered.get(n))
-      if (factory == null) throw new SharedStateException(
-        s"Unknown update rule '$name'. Supported rules: ${names.mkString(", ")}, or '${ClassPrefix}<class name>' " +
-          "for a class implementing io.sharedstate.core.rules.UpdateRule.")
-      factory(valueType)
+      if (factory != null) factory(valueType)
+      else UpdateRuleProviders.forName(trimmed) match {
+        case Some((provider, body)) => provider.create(body, valueType)
+        case None =>
+          val prefixes = UpdateRuleProviders.all.map(p => s"'${p.prefix}...'")
+          throw new SharedStateException(
+            s"Unknown update rule '$name'. Supported rules: ${names.mkString(", ")}, or '${ClassPrefix}<class name>' " +
+              "for a class implementing io.sharedstate.core.rules.UpdateRule" +
+              (if (prefixes.isEmpty) "" else s", or ${prefixes.mkString(", ")}") +
+              (if (n.startsWith("expr:") && !prefixes.contains("'expr:...'"))
+                 ". 'expr:' rules (Spark SQL expressions) need the sharedstate Spark plugin on the classpath."
+               else "."))
+      }
     }
   }
 }

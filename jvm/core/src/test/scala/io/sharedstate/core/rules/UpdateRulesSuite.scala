@@ -101,6 +101,40 @@ class UpdateRulesSuite extends AnyFunSuite {
         "built in"))
   }
 
+  test("a class: rule is checked before its class is initialised: a non-rule's static initialiser never runs") {
+    val t = ValueType.parse("s STRING")
+    val notRule = "io.sharedstate.core.rules.StaticInitNotARule"
+    val notRuleTrace = "sharedstate.test.StaticInitNotARule.initialised"
+    val checks = Seq[(String, String => Any)](
+      "io.sharedstate.core.rules.UpdateRule" -> (n => UpdateRule.resolve(n, t)),
+      "io.sharedstate.core.fetch.FetchRule" -> (n => io.sharedstate.core.fetch.FetchRule.resolve(n, t)),
+      "io.sharedstate.core.compaction.CompactionRule" -> (n =>
+        io.sharedstate.core.compaction.CompactionRule.resolve(n, t))
+    )
+    for ((interface, resolve) <- checks) {
+      val e = intercept[SharedStateException](resolve(s"class:$notRule"))
+      assert(e.getMessage.contains(s"'$notRule'") && e.getMessage.contains(s"does not implement $interface"),
+        e.getMessage)
+    }
+    assert(System.getProperty(notRuleTrace) == null, "the static initialiser of a class that is not a rule ran")
+    val ruleTrace = "sharedstate.test.StaticInitRule.initialised"
+    assert(System.getProperty(ruleTrace) == null)
+    assert(UpdateRule.resolve("class:io.sharedstate.core.rules.StaticInitRule", t).name == "static_init")
+    assert(System.getProperty(ruleTrace) == "true", "a checked rule is initialised when it is constructed")
+  }
+
+  test("a name with a prefix the engine does not know goes to the UpdateRuleProvider for it (ServiceLoader)") {
+    val t = ValueType.parse("s STRING")
+    val joined = UpdateRule.resolve("JOIN:/", t)
+    assert(joined.name == "join:/" && values(t, fold(joined, row(t, "a"), row(t, "b"), row(t, "c"))) == Seq("a/b/c"))
+    assert(StateSpec("viaProvider", "k STRING", "s STRING", 1, "join:-").updateRule == "join:-")
+    assert(intercept[SharedStateException](UpdateRule.resolve("join:", t)).getMessage.contains("separator is empty"))
+    val e = intercept[SharedStateException](UpdateRule.resolve("nope:x", t))
+    assert(e.getMessage.contains("Unknown update rule 'nope:x'") && e.getMessage.contains("'join:...'"), e.getMessage)
+    val noSpark = intercept[SharedStateException](UpdateRule.resolve("expr:greatest(old, new)", t)).getMessage
+    assert(noSpark.contains("need the sharedstate Spark plugin"), noSpark)
+  }
+
   test("a non-commutative rule gives the same answer whatever order the updates arrived in") {
     val t = ValueType.parse("s STRING")
     val updates = Seq(30L -> "c", 10L -> "a", 20L -> "b", 40L -> "d")

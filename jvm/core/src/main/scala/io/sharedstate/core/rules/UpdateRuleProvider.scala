@@ -1,0 +1,41 @@
+package io.sharedstate.core.rules
+
+import io.sharedstate.core.row.ValueType
+import java.util.ServiceLoader
+import scala.jdk.CollectionConverters._
+
+/**
+ * Makes update rules of the form `<prefix><body>` that the engine cannot build itself, such as the
+ * Spark plugin's `expr:<Spark SQL expression>` (the engine has no Spark). Found with
+ * `java.util.ServiceLoader`: an implementation is listed in
+ * `META-INF/services/io.sharedstate.core.rules.UpdateRuleProvider` and has a public no-arg constructor.
+ */
+trait UpdateRuleProvider {
+
+  /** The prefix this provider answers, ending with ':' (e.g. "expr:"); matched case-insensitively. */
+  def prefix: String
+
+  /**
+   * The rule for `body` (what follows the prefix) over values of type `valueType`. Fails with a
+   * [[io.sharedstate.core.SharedStateException]] naming the rule and what is wrong when `body`
+   * cannot be a rule for that type, so a bad rule fails when the State is defined.
+   */
+  def create(body: String, valueType: ValueType): UpdateRule
+}
+
+private[core] object UpdateRuleProviders {
+
+  /** The providers visible from the thread's context class loader, then from the engine's own. */
+  def all: Seq[UpdateRuleProvider] = {
+    val loaders = (Option(Thread.currentThread.getContextClassLoader).toSeq :+ getClass.getClassLoader).distinct
+    loaders.flatMap(l => ServiceLoader.load(classOf[UpdateRuleProvider], l).asScala)
+      .groupBy(_.getClass.getName).values.map(_.head).toSeq
+  }
+
+  /** The provider whose prefix starts `name`, if any. */
+  def forName(name: String): Option[(UpdateRuleProvider, String)] =
+    if (name.indexOf(':') < 0) None
+    else all.collectFirst {
+      case p if name.regionMatches(true, 0, p.prefix, 0, p.prefix.length) => (p, name.substring(p.prefix.length).trim)
+    }
+}

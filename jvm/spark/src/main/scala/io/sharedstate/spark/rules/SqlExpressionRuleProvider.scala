@@ -1,0 +1,13 @@
+package io.sharedstate.spark.rules
+
+import io.sharedstate.core.row.ValueType
+import io.sharedstate.core.rules.{UpdateRule, UpdateRuleProvider}
+
+/**
+ * Provides `expr:<Spark SQL expression>` update rules to the engine. Public with a no-arg constructor
+ * because ServiceLoader instantiates it (META-INF/services/io.sharedstate.core.rules.UpdateRuleProvider).
+ */
+final class SqlExpressionRuleProvider extends UpdateRuleProvider {
+  def prefix: String = SqlExpressionRule.Prefix
+  def create(body: String, valueType: ValueType): UpdateRule = new SqlExpressionRule(body, valueType)
+}

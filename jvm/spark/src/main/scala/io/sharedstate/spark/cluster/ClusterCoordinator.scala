@@ -68,8 +68,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
         override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
       }
     )
-    server.serve(ClusterCoordinator.Endpoint, this)
-    server.serve(HostService.Endpoint, driverHost)
+    server.serve(ClusterCoordinator.Endpoint, this, MessageAllowList)
+    server.serve(HostService.Endpoint, driverHost, MessageAllowList)
     sc.addSparkListener(new SparkListener {
       override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
         Option(hosts.get(removed.executorId)).foreach { h =>

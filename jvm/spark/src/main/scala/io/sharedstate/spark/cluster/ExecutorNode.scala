@@ -26,7 +26,7 @@ private[sharedstate] object ExecutorNode extends Logging {
       val coordinator = s.connect(driverHost, driverPort, ClusterCoordinator.Endpoint)
       var self: ClusterNode = null
       val service = new HostService(HostId(RpcBridge.executorId, host, s.port), n => self.forget(n))
-      s.serve(HostService.Endpoint, service)
+      s.serve(HostService.Endpoint, service, MessageAllowList)
       self = new ClusterNode(
         s,
         service,

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_cluster_app(app: str, out: Path, *args: str, timeout: float = 1500) -> dict:
     """Runs it/apps/`app` with OUT_DIR `out` and `args`; it must print "<APP>-OK" last and write
-    out/records.json (with its "app_id"). Returns the records."""
+    out/records.json (with its "app_id"). Returns the records; the app's stderr is left in out/app.stderr."""
     import pyspark
 
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
@@ -37,8 +37,11 @@ def run_cluster_app(app: str, out: Path, *args: str, timeout: float = 1500) -> d
         cwd=out,
     )
     marker = Path(app).stem.upper().replace("_", "-") + "-OK"
+    (out / "app.stderr").write_text(result.stderr)  # the driver's log, for tests that check a warning
     assert result.returncode == 0 and marker in result.stdout, result.stdout[-3000:] + result.stderr[-8000:]
     records = json.loads((out / "records.json").read_text())
     # local-cluster's workers keep executor directories (logs, fetched jars) under SPARK_HOME/work
-    shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / records["app_id"], ignore_errors=True)
+    # (an app that runs several applications records each id under a key ending in "app_id")
+    for key in [k for k in records if k.endswith("app_id")]:
+        shutil.rmtree(Path(env["SPARK_HOME"]) / "work" / records[key], ignore_errors=True)
     return records

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -88,6 +89,10 @@ def test_kill_9_of_an_executor_mid_stream_moves_its_partitions_and_equals_the_or
         SPARK_HOME=str(Path(pyspark.__file__).parent),
         PYSPARK_PYTHON=sys.executable,
         PYSPARK_DRIVER_PYTHON=sys.executable,
+        # A cluster application serves States only with spark.authenticate on (the apps set their own
+        # secret; this one is for python/tests/follow_reader.py, which takes no conf).
+        PYSPARK_SUBMIT_ARGS=f"--conf spark.authenticate=true --conf spark.authenticate.secret={secrets.token_hex(16)} "
+        "pyspark-shell",
     )
     app = subprocess.Popen(
         [sys.executable, str(APP), str(tmp_path), name, str(len(expected)), json.dumps(probes)],

@@ -15,6 +15,7 @@ spark.sharedstate.owner.lease at 6 seconds).
 from __future__ import annotations
 
 import json
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -49,6 +50,8 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
             "spark.sql.shuffle.partitions": "2",
             "spark.driver.memory": "1g",
             "spark.sharedstate.owner.lease": "6 seconds",
+            "spark.authenticate": "true",
+            "spark.authenticate.secret": secrets.token_hex(16),
         },
     )
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=4)

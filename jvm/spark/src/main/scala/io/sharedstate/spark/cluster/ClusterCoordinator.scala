@@ -44,8 +44,13 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     val t = new Thread(r, "sharedstate-recovery"); t.setDaemon(true); t
   }
 
+  // With spark.authenticate off and no opt-in the service does not serve (see RpcSecurity): its
+  // endpoints are not set up on the driver's RpcEnv and every State creation or use fails naming the fix.
+  private val serving = RpcSecurity.allowed(sc.getConf)
+
   /** This driver's node in the cluster: it hosts partitions only when no executor can. */
-  private[cluster] val node: ClusterNode = {
+  private[cluster] lazy val node: ClusterNode = {
+    RpcSecurity.requireAllowed(sc.getConf, "driver")
     val server = RpcBridge.sparkEnvServer()
     var self: ClusterNode = null
     val driverHost = new HostService(HostId("driver", server.host, server.port), n => self.forget(n))
@@ -63,8 +68,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
         override def askDriver[T](request: DriverRequest[T]): T = request.onDriver()
       }
     )
-    server.serve(ClusterCoordinator.Endpoint, this)
-    server.serve(HostService.Endpoint, driverHost)
+    server.serve(ClusterCoordinator.Endpoint, this, MessageAllowList)
+    server.serve(HostService.Endpoint, driverHost, MessageAllowList)
     sc.addSparkListener(new SparkListener {
       override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
         Option(hosts.get(removed.executorId)).foreach { h =>
@@ -73,10 +78,14 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     })
     self
   }
+  if (serving) node // now, so that executors starting with the plugin can register
 
   override def access: StateAccess = node
 
+  private def requireServing(): Unit = if (!serving) throw RpcSecurity.error("driver")
+
   override def create(spec: StateSpec): StateController = synchronized {
+    requireServing()
     val existing = states.get(spec.name)
     if (existing != null) {
       if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +
@@ -108,6 +117,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
 
   private def createDurable(spark: SparkSession, spec: StateSpec, root: String,
       mode: DurableStates.Mode): ClusterStateController = synchronized {
+    requireServing()
     val existing = states.get(spec.name)
     if (existing != null) {
       if (existing.spec != spec) throw new SharedStateException(s"State '${spec.name}' already exists with a " +

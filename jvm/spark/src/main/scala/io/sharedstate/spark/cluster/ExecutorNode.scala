@@ -7,7 +7,8 @@ import org.apache.spark.sharedstate.RpcBridge
 /**
  * An executor's node: a server-mode RPC environment of its own (the executor's SparkEnv one is
  * client-only), carrying Spark's authentication, on which the executor's [[HostService]] answers.
- * Started by [[SharedStatePlugin]] when the executor starts, or at the first State access of a task.
+ * Started by [[SharedStatePlugin]] when the executor starts, or at the first State access of a task;
+ * never with `spark.authenticate` off unless the user opted in (see [[RpcSecurity]]).
  */
 private[sharedstate] object ExecutorNode extends Logging {
   @volatile private var node: ClusterNode = _
@@ -19,12 +20,13 @@ private[sharedstate] object ExecutorNode extends Logging {
     if (node == null) {
       ExecutorClasspath.ensurePackages()
       val conf = RpcBridge.env.get.conf
+      RpcSecurity.requireAllowed(conf, s"executor ${RpcBridge.executorId}'s host")
       val s = RpcBridge.newServer("sharedstate-host", host, conf)
       val (driverHost, driverPort) = RpcBridge.driverAddress(conf)
       val coordinator = s.connect(driverHost, driverPort, ClusterCoordinator.Endpoint)
       var self: ClusterNode = null
       val service = new HostService(HostId(RpcBridge.executorId, host, s.port), n => self.forget(n))
-      s.serve(HostService.Endpoint, service)
+      s.serve(HostService.Endpoint, service, MessageAllowList)
       self = new ClusterNode(
         s,
         service,

@@ -69,6 +69,18 @@ private[sharedstate] object SharedStateConf {
         throw new SharedStateException(s"$key: '$text' is not a duration; use e.g. '60s' or '2min'.", e)
     })
 
+  /**
+   * Lets the State service serve on a cluster with `spark.authenticate` off (every executor's port then
+   * accepts messages from any process that reaches it); off, it refuses to start there.
+   */
+  val AllowUnauthenticated: Entry[Boolean] = Entry("spark.sharedstate.rpc.allowUnauthenticated", "false",
+    "serve States on a cluster without spark.authenticate")((key, text) =>
+    text.toLowerCase match {
+      case "true" => true
+      case "false" => false
+      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+    })
+
   val All: Seq[Entry[_]] = Seq(Root, SnapshotInterval, SnapshotsRetained, SnapshotFullEvery, OwnerLease, FollowInterval,
-    Executors, HostWaitTimeout)
+    Executors, HostWaitTimeout, AllowUnauthenticated)
 }

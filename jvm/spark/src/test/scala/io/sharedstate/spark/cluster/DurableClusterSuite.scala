@@ -48,9 +48,9 @@ class DurableClusterSuite extends AnyFunSuite {
       val hostA = new HostService(HostId("1", "127.0.0.1", serverA.port))
       val hostB = new HostService(HostId("2", "127.0.0.1", serverB.port))
       val hostC = new HostService(HostId("3", "127.0.0.1", serverC.port))
-      serverA.serve(HostService.Endpoint, hostA)
-      serverB.serve(HostService.Endpoint, hostB)
-      serverC.serve(HostService.Endpoint, hostC)
+      serverA.serve(HostService.Endpoint, hostA, MessageAllowList)
+      serverB.serve(HostService.Endpoint, hostB, MessageAllowList)
+      serverC.serve(HostService.Endpoint, hostC, MessageAllowList)
       val spec = StateSpec("durable_routed", "k STRING", "v STRING", 6, "replace")
       val route = StateRoute(spec, 1L, Array.tabulate(6)(i => Seq(hostA.id, hostB.id, hostC.id)(i % 3)))
 

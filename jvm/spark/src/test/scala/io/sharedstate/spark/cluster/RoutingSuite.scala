@@ -109,7 +109,7 @@ class RoutingSuite extends AnyFunSuite with TwoHosts {
   test("a lost host fails the request, naming the State and its partitions") {
     val serverC = RpcBridge.newStandaloneServer("host-c", "127.0.0.1", conf)
     val hostC = new HostService(HostId("3", "127.0.0.1", serverC.port))
-    serverC.serve(HostService.Endpoint, hostC)
+    serverC.serve(HostService.Endpoint, hostC, MessageAllowList)
     val lostSpec = StateSpec("lost", "k STRING", "v STRING", 2, "replace")
     val lostRoute = StateRoute(lostSpec, 1L, Array(hostA.id, hostC.id))
     val n = node()

@@ -27,7 +27,7 @@ class RpcAuthSuite extends AnyFunSuite {
   private def withServer(body: (RpcBridge.Server, Counting) => Unit): Unit = {
     val server = RpcBridge.newStandaloneServer("auth-server", "127.0.0.1", conf(auth = true, secret = "right-secret"))
     val counting = new Counting(new HostService(HostId("1", "127.0.0.1", server.port)))
-    server.serve(HostService.Endpoint, counting)
+    server.serve(HostService.Endpoint, counting, MessageAllowList)
     try body(server, counting)
     finally server.shutdown()
   }

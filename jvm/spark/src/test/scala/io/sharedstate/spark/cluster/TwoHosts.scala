@@ -21,7 +21,7 @@ trait TwoHosts extends BeforeAndAfterAll { this: Suite =>
 
   private def serve(server: RpcBridge.Server, id: String): HostService = {
     val host = new HostService(HostId(id, "127.0.0.1", server.port))
-    server.serve(HostService.Endpoint, host)
+    server.serve(HostService.Endpoint, host, MessageAllowList)
     host
   }
 

@@ -159,6 +159,7 @@ class State:
             "updates_applied": raw["updates_applied"],
             "updates_waiting": raw["updates_waiting"],
             "updates_rejected": raw["updates_rejected"],
+            "rejected_dropped": raw["rejected_dropped"],
         }
 
     @property

@@ -100,7 +100,8 @@ object SharedStateApi {
         "bytes" -> m.bytesHeld,
         "updates_applied" -> m.updatesApplied,
         "updates_waiting" -> m.updatesStaged,
-        "updates_rejected" -> m.updatesRejected
+        "updates_rejected" -> m.updatesRejected,
+        "rejected_dropped" -> m.rejectedDropped
       ).asJava)
   }
 

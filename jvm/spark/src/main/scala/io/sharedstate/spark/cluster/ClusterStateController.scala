@@ -145,6 +145,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       pairs = sum(_.pairs),
       pairsCompacted = sum(_.pairsCompacted),
       stagedBytes = sum(_.stagedBytes),
+      rejectedBytes = sum(_.rejectedBytes),
+      rejectedDropped = sum(_.rejectedDropped),
       pendingFetches = parts.map(_.pendingFetches).sum,
       partitionBytes = sumSeq(_.partitionBytes),
       partitionKeys = sumSeq(_.partitionKeys)

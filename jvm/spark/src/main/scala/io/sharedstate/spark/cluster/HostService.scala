@@ -247,27 +247,28 @@ private[sharedstate] object HostService {
    * rejected updates, applied counts and per-writer counts the lost host had for them.
    */
   private final class Adopted {
+    // (rejected updates the rebuild's log kept, applied, per-writer counts, every rejected update counted)
     @volatile private var extra =
-      (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)])
+      (Vector.empty[io.sharedstate.core.RejectedUpdate], 0L, Map.empty[String, (Long, Long)], 0L)
 
     def rejected: Seq[io.sharedstate.core.RejectedUpdate] = extra._1
 
     def add(rebuilt: State, live: State, partitions: Array[Int]): Unit = synchronized {
       val applied = partitions.map(p => rebuilt.partition(p).updatesApplied - live.partition(p).updatesApplied).sum
       val counts = rebuilt.metrics.writerCounts
-      val (r, a, w) = extra
+      val (r, a, w, n) = extra
       extra = (r ++ rebuilt.rejectedUpdates, a + applied,
         (w.keySet ++ counts.keySet).map { k =>
           val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
-        }.toMap)
+        }.toMap, n + rebuilt.metrics.updatesRejected)
     }
 
     def addTo(m: StateMetrics): StateMetrics = {
-      val (r, a, w) = extra
-      if (r.isEmpty && a == 0L && w.isEmpty) m
+      val (r, a, w, n) = extra
+      if (r.isEmpty && a == 0L && w.isEmpty && n == 0L) m
       else m.copy(
         updatesApplied = m.updatesApplied + a,
-        updatesRejected = m.updatesRejected + r.size,
+        updatesRejected = m.updatesRejected + n,
         writerCounts = (m.writerCounts.keySet ++ w.keySet).map { k =>
           val (x1, y1) = m.writerCounts.getOrElse(k, (0L, 0L)); val (x2, y2) = w.getOrElse(k, (0L, 0L));
           k -> (x1 + x2, y1 + y2)

@@ -51,7 +51,8 @@ private[sharedstate] object UpdateOptions {
 
   /** The options of a write into the State defined by `spec`, bound to the `input` schema. */
   def parse(options: CaseInsensitiveStringMap, input: StructType, spec: StateSpec): UpdateOptions = {
-    val unknown = options.keySet.asScala.map(_.toLowerCase).filterNot(k => Known.exists(_.equalsIgnoreCase(k)) || SparkOwned(k))
+    val unknown =
+      options.keySet.asScala.map(_.toLowerCase).filterNot(k => Known.exists(_.equalsIgnoreCase(k)) || SparkOwned(k))
     if (unknown.nonEmpty) {
       throw new SharedStateException(s"Unknown option(s) ${unknown.toSeq.sorted.mkString(", ")} for a sharedstate " +
         s"write. Supported: ${Known.toSeq.sorted.mkString(", ")}.")

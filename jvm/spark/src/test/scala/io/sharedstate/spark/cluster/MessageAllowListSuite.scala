@@ -69,6 +69,7 @@ class MessageAllowListSuite extends AnyFunSuite {
     CommitEpoch("s", 1L, "w", 2L, 3L),
     AbortEpoch("s", 1L, "w", 2L),
     FinishWriter("s", 1L, "w"),
+    PauseWriter("s", 1L, "w"),
     DeregisterWriter("s", 1L, "w"),
     RegisterReader("s", 1L, "r"),
     ReportFetchProgress("s", 1L, "r", 4L),

@@ -23,12 +23,23 @@ def _ints(column: pd.Series) -> list:
     return [None if pd.isna(x) else int(x) for x in column]
 
 
-def _start(spark, workdir, state_name, seed: int, rule: str, how: str, lateness: str | None = None):
+def _start(
+    spark,
+    workdir,
+    state_name,
+    seed: int,
+    rule: str,
+    how: str,
+    lateness: str | None = None,
+    watermark: str | None = None,
+):
     work = make_workload(seed, events=400)
     write_batches(workdir / "updates", [numeric(b) for b in work.update_batches])
     write_batches(workdir / "events", work.event_batches)
     ss.State.create(spark, state_name, key="ad_id STRING", value="v BIGINT", partitions=3)
     events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
+    if watermark is not None:
+        events = events.withWatermark("ts", watermark)
     joined = ss.fetch_join(
         events, state_name, key="ad_id", time="ts", rule=rule, window=f"{WINDOW_S} seconds", how=how, lateness=lateness
     )
@@ -178,3 +189,44 @@ def test_late_events_are_counted_not_answered(spark, workdir, state_name):
     drained(reader)
     assert totals() == (answered, late + 20)
     assert spark.table(out_name).count() == answered
+
+
+def test_a_watermarked_stream_reports_f_and_lets_compaction_go_with_no_option(spark, workdir, state_name):
+    """With the events' own watermark and no lateness option, the join reports F from the watermark:
+    F advances, events behind it are late (answered or late, never both, never neither), and the
+    State's default compaction (lazy plus the periodic sweep) drops versions below min(F, U)."""
+    work, writer, reader, out_name = _start(
+        spark, workdir, state_name, seed=21, rule="sum", how="left", watermark="5 seconds"
+    )
+    expected = _expected(work, "sum").set_index("event_id")
+    seen: list = []
+    name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:-1:0"
+
+    def totals() -> tuple[int, int]:
+        for p in reader.recentProgress:
+            if p["batchId"] not in {s["batchId"] for s in seen}:
+                seen.append(p)
+        metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
+        return sum(m["eventsAnswered"] for m in metrics), sum(m["lateEvents"] for m in metrics)
+
+    wait_until(lambda: sum(totals()) >= len(expected), timeout=300, interval=0.2, what="every event answered or late")
+    drained(writer)
+    drained(reader)
+    answered, late = totals()
+    got = spark.table(out_name).toPandas()
+    assert answered + late == len(expected) and len(got) == answered and got["event_id"].is_unique
+    assert _ints(got["sum_v"]) == list(expected.loc[got["event_id"], "value"])
+    state = ss.State.get(spark, state_name)
+    f = state.progress()["fetch"]
+    assert f is not None, "the watermark alone advanced the join's F"
+    assert f <= pd.Timestamp(max(work.events["ts"])).to_pydatetime()
+    wait_until(
+        lambda: state.progress()["pairs_compacted"] > 0, timeout=60, what="the default compaction to drop old pairs"
+    )
+    # events as old as the oldest are now behind F: late, not answered
+    old = work.events.sort_values("ts").head(10).copy()
+    old["event_id"] = old["event_id"] + 10**9
+    write_batches(workdir / "events", [old], first_index=len(work.event_batches))
+    wait_until(lambda: sum(totals()) >= len(expected) + 10, timeout=120, interval=0.2, what="the old events counted")
+    drained(reader)
+    assert totals() == (answered, late + 10)

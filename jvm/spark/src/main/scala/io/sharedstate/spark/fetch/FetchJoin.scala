@@ -6,7 +6,7 @@ import io.sharedstate.spark.fetch.batch.FetchTickTable
 import io.sharedstate.spark.rows.ProgressTicks
 
 import org.apache.spark.sql.{Column, DataFrame}
-import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
+import org.apache.spark.sql.catalyst.plans.logical.{CollectMetrics, EventTimeWatermark, LogicalPlan}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.functions.{col, lit}
 import org.apache.spark.sql.sharedstate.PlanFrames
@@ -53,7 +53,8 @@ private[sharedstate] object FetchJoin {
     val child = joined.queryExecution.analyzed
     val output = toAttributes(FetchJoinRows.schema(spec.outputSchema))
     val rows =
-      PlanFrames.of(events.sparkSession, FetchJoinNode(spec, name, latenessMicros, child.output, output, child))
+      PlanFrames.of(events.sparkSession,
+        FetchJoinNode(spec, name, latenessMicros, watermarked(plan), child.output, output, child))
     if (events.isStreaming) FetchProgressListener.ensure(events.sparkSession)
     FetchJoinRows.finish(rows, name)
   }
@@ -75,6 +76,9 @@ private[sharedstate] object FetchJoin {
     ticks.select(events.schema.fields.map(f => lit(null).cast(f.dataType).as(f.name)).toIndexedSeq ++
         ProgressTicks.schema.fieldNames.map(col): _*)
   }
+
+  // The events carry a watermark (withWatermark): the join reports F from it, with no lateness option.
+  private def watermarked(plan: LogicalPlan): Boolean = plan.exists(_.isInstanceOf[EventTimeWatermark])
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")
 }

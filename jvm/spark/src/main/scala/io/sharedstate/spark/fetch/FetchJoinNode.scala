@@ -12,10 +12,11 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * used: the operator reads every event column by position and must not have any pruned below it.
  */
 private[sharedstate] final case class FetchJoinNode(spec: FetchJoinSpec, join: String, latenessMicros: Long,
+    eventsWatermarked: Boolean,
     inputs: Seq[Attribute],
     output: Seq[Attribute], child: LogicalPlan)
     extends UnaryNode {
-  def reportsProgress: Boolean = latenessMicros >= 0
+  def reportsProgress: Boolean = latenessMicros >= 0 || eventsWatermarked
   override def producedAttributes: AttributeSet = AttributeSet(output)
   override protected def withNewChildInternal(newChild: LogicalPlan): FetchJoinNode = copy(child = newChild)
 }

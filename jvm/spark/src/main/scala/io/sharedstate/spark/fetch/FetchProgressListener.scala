@@ -30,7 +30,7 @@ private[sharedstate] final class FetchProgressListener extends StreamingQueryLis
     if (joins.nonEmpty) {
       val registered = joins.map { n =>
         val reader = FetchJoinProgress.Reader(FetchJoinProgress.readerId(event.id.toString, n.join), n.join,
-          n.spec.stateName, n.spec.rule.windowMicros, n.latenessMicros)
+          n.spec.stateName, n.spec.rule.windowMicros, n.latenessMicros, n.eventsWatermarked)
         Coordinator.get.state(reader.state).ensureReader(reader.id)
         reader
       }

@@ -20,7 +20,11 @@ import scala.util.Try
  * never advances its F, which keeps every version of the State.
  */
 private[sharedstate] object FetchJoinProgress extends Logging {
-  final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long, latenessMicros: Long) {
+
+  /** A join's reader; it reports F when it has a lateness (-1: none) or its events have a watermark. */
+  final case class Reader(id: String, metricsName: String, state: String, windowMicros: Long, latenessMicros: Long,
+      watermarked: Boolean = false) {
+    def reportsProgress: Boolean = latenessMicros >= 0 || watermarked
     var maxSeen: Long = Long.MinValue
   }
 
@@ -53,13 +57,18 @@ private[sharedstate] object FetchJoinProgress extends Logging {
   private def report(readers: Seq[Reader], progress: StreamingQueryProgress): Unit = {
     val watermark = Option(progress.eventTime.get("watermark")).flatMap(w => Try(Instant.parse(w)).toOption)
       .map(w => Math.multiplyExact(w.getEpochSecond, 1000000L) + w.getNano / 1000)
-    readers.filter(_.latenessMicros >= 0).foreach { reader =>
+    readers.filter(_.reportsProgress).foreach { reader =>
       val metrics = Option(progress.observedMetrics.get(reader.metricsName))
       def metric(name: String): Option[Long] =
         metrics.flatMap(m => Option(m.getAs[Any](name))).map(_.asInstanceOf[Long])
       metric("maxEventMicros").foreach(m => reader.maxSeen = math.max(reader.maxSeen, m))
-      if (reader.maxSeen != Long.MinValue) {
-        val bound = Seq(Some(reader.maxSeen - reader.latenessMicros), metric("minWaitingMicros"), watermark).flatten.min
+      // With a lateness, from the latest event seen; with only the events' watermark, from it (the
+      // query's watermark is the minimum of the events' and the progress ticks', so never above U).
+      val seen = if (reader.latenessMicros >= 0 && reader.maxSeen != Long.MinValue) {
+        Some(reader.maxSeen - reader.latenessMicros)
+      } else None
+      if (seen.isDefined || (reader.watermarked && watermark.isDefined)) {
+        val bound = Seq(seen, metric("minWaitingMicros"), watermark).flatten.min
         advance(reader, bound - reader.windowMicros)
       }
     }

@@ -55,6 +55,33 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
   def latestVersion: Long = table.getLatestSnapshot(engine).getVersion
 
   /**
+   * Per State partition, the last journal event whose updates retention removed from the table at
+   * `version` (default latest): recovery must start that partition from a snapshot holding it. Kept
+   * as a table property, so it survives Delta's log cleanup and checkpoints.
+   */
+  def trimmedThrough(version: Option[Long] = None): Map[Int, Long] = {
+    val snapshot = version.fold(table.getLatestSnapshot(engine))(v => table.getSnapshotAsOfVersion(engine, v))
+    Option(snapshot.getTableProperties.get(TrimmedThroughProperty)).fold(Map.empty[Int, Long]) { text =>
+      text.split(',').filter(_.nonEmpty).map { pair =>
+        val Array(p, id) = pair.split(':'); p.toInt -> id.toLong
+      }.toMap
+    }
+  }
+
+  /**
+   * Records that retention is about to remove the updates of `bounds` (partition -> last journal event
+   * removed) in its own commit, before the delete: a trimmed table is never without its record.
+   */
+  def markTrimmed(bounds: Map[Int, Long]): Long = {
+    val before = trimmedThrough()
+    val merged = before ++ bounds.map { case (p, id) => p -> math.max(id, before.getOrElse(p, -1L)) }
+    val text = merged.toSeq.sortBy(_._1).map { case (p, id) => s"$p:$id" }.mkString(",")
+    val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.MANUAL_UPDATE)
+      .withTableProperties(engine, java.util.Map.of(TrimmedThroughProperty, text)).build(engine)
+    KernelTables.commit(engine, txn, Nil)
+  }
+
+  /**
    * The rows of `partition` at `version` (default: latest), in no particular order; only from the
    * data files whose path `readFile` accepts.
    */
@@ -134,6 +161,12 @@ private[sharedstate] object DeltaChangelog {
   def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
 
   private val JournalPartitionIndex = ChangelogSchema.JournalPartition
+
+  /** The table property recording retention's trims (see [[DeltaChangelog.trimmedThrough]]). */
+  val TrimmedThroughProperty = "sharedstate.trimmedThrough"
+
+  /** Opens the existing changelog at `path` (never creates one: a missing table fails on first use). */
+  def open(path: String, hadoopConf: Configuration): DeltaChangelog = new DeltaChangelog(path, hadoopConf)
 
   /** Opens the changelog at `path`, creating an empty one if there is no table yet. */
   def openOrCreate(path: String, hadoopConf: Configuration): DeltaChangelog = {

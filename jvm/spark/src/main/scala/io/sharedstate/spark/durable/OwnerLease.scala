@@ -4,18 +4,20 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
+import org.apache.hadoop.fs.{ChecksumFileSystem, FileAlreadyExistsException, FileContext, Options, Path}
 import org.apache.spark.internal.Logging
 import scala.util.Try
 
 /** Who owns a State's root: the application, when it last renewed the lease, whether it let go. */
 private[sharedstate] final case class LeaseOwner(generation: Long, app: String, appName: String, renewedMs: Long,
     leaseMs: Long,
-    released: Boolean) {
+    released: Boolean, corrupt: Boolean = false) {
 
-  /** The owner's own lease length decides (applications may configure different ones). */
-  def liveAt(nowMs: Long): Boolean = !released && nowMs - renewedMs <= leaseMs
-  def describe: String = s"application $app ($appName), lease renewed at ${java.time.Instant.ofEpochMilli(renewedMs)}"
+  /** The owner's own lease length decides (applications may configure different ones); a corrupt file is no owner. */
+  def liveAt(nowMs: Long): Boolean = !corrupt && !released && nowMs - renewedMs <= leaseMs
+  def describe: String =
+    if (corrupt) s"a corrupt lease file (generation $generation), treated as expired"
+    else s"application $app ($appName), lease renewed at ${java.time.Instant.ofEpochMilli(renewedMs)}"
 }
 
 /**
@@ -25,11 +27,22 @@ private[sharedstate] final case class LeaseOwner(generation: Long, app: String, 
  * it every third of the lease. Another application may take over once the lease has not been renewed
  * for `leaseMs` (the owner died) or was released (it stopped). An owner that finds a newer generation
  * than its own has lost the State and writes nothing more.
+ *
+ * A reader never sees a half-written file: a renewal writes a temporary file and renames it over the
+ * generation's file (an atomic replace on HDFS and local file systems); a new generation's file is
+ * created exclusively with its whole content, and a reader retries a file it finds empty for a moment
+ * (the creator is still writing it). A file that still cannot be parsed (a crash while creating it)
+ * is logged and treated as expired: it never reads as a live owner.
  */
 private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long)
     extends Logging {
   import OwnerLease._
-  private val fs = dir.getFileSystem(conf)
+  // Without checksum files (a local file system's .crc): a renamed lease file and its checksum would
+  // be two renames, and a reader between them would see a mismatch.
+  private val fs = dir.getFileSystem(conf) match {
+    case checksummed: ChecksumFileSystem => checksummed.getRawFileSystem
+    case other => other
+  }
   @volatile private var generation = -1L
   @volatile private var renewer: Option[ScheduledExecutorService] = None
 
@@ -101,6 +114,8 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
 
   private def file(g: Long): Path = new Path(dir, f"$g%020d.json")
 
+  // A new generation (`overwrite` false): created exclusively, whole content in one write. A renewal or
+  // release: a temporary file renamed over the generation's file, so no reader sees it half-written.
   private def write(g: Long, released: Boolean, overwrite: Boolean): Unit = {
     val text = json.writeValueAsString(java.util.Map.of(
         "app",
@@ -114,12 +129,26 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
         "released",
         java.lang.Boolean.valueOf(released)
       ))
-    val out = fs.create(file(g), overwrite)
-    try out.write(text.getBytes(UTF_8))
-    finally out.close()
+    def writeTo(path: Path, overwrite: Boolean): Unit = {
+      val out = fs.create(path, overwrite)
+      try out.write(text.getBytes(UTF_8))
+      finally out.close()
+    }
+    if (!overwrite) writeTo(file(g), overwrite = false)
+    else {
+      val temp = new Path(dir, s".${file(g).getName}.${java.util.UUID.randomUUID()}.tmp")
+      try {
+        writeTo(temp, overwrite = false)
+        // A local file system's rename replaces the target atomically (rename(2)); HDFS's refuses an
+        // existing target, and its rename with OVERWRITE is the atomic replace there.
+        if (!fs.rename(temp, file(g)))
+          FileContext.getFileContext(fs.makeQualified(dir).toUri, conf).rename(temp, file(g), Options.Rename.OVERWRITE)
+      } catch { case e: Exception => Try(fs.delete(temp, false)); throw e }
+    }
   }
 
-  // A file being rewritten by its owner may be read empty: read again (it is a live owner meanwhile).
+  // A file being created by its owner may be read empty for a moment: read again, then give up on it
+  // as corrupt (a crash while creating it), which is no live owner.
   private def read(g: Long): LeaseOwner = {
     var attempt = 0
     while (true) {
@@ -132,9 +161,11 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
           n.get("lease_ms").asLong,
           n.get("released").asBoolean)
       }
-      if (parsed.isSuccess || attempt >= 20) {
-        return parsed.getOrElse(LeaseOwner(g, "unknown", "unknown", System.currentTimeMillis(), leaseMs,
-            released = false))
+      if (parsed.isSuccess) return parsed.get
+      if (attempt >= 20) {
+        logWarning(s"The lease file ${file(g)} cannot be parsed (${parsed.failed.get.getMessage}): treated as an " +
+          "expired lease (its owner crashed while creating it); the next owner takes the next generation.")
+        return LeaseOwner(g, "unknown", "unknown", 0L, leaseMs, released = false, corrupt = true)
       }
       attempt += 1
       Thread.sleep(25)

@@ -44,6 +44,45 @@ class OwnerLeaseSuite extends AnyFunSuite {
     next.release()
   }
 
+  test("a lease file truncated by a crash is an expired lease, not a live owner: the next application takes over") {
+    val d = dir()
+    val fs = d.getFileSystem(new Configuration())
+    fs.mkdirs(d)
+    Seq("""{"app":"app-a","app_na""", "").zipWithIndex.foreach { case (text, i) =>
+      val out = fs.create(new Path(d, f"${i + 1}%020d.json"), true)
+      out.write(text.getBytes("UTF-8")); out.close()
+      val next = new OwnerLease(d, new Configuration(), "app-b", "B", leaseMs = 60000)
+      assert(next.owner.exists(o => o.corrupt && !o.liveAt(System.currentTimeMillis())), text)
+      assert(next.acquire(0).isEmpty && next.held, s"'$text' is taken over at once")
+      assert(next.owner.exists(o => o.app == "app-b" && o.generation == i + 2))
+      next.release()
+      fs.delete(new Path(d, f"${i + 2}%020d.json"), false)
+    }
+  }
+
+  test("renewals replace the lease file atomically: a reader always finds a whole file, no temporary is left") {
+    val d = dir()
+    val a = new OwnerLease(d, new Configuration(), "app-a", "A", leaseMs = 300) // renewed every 100 ms
+    assert(a.acquire(0).isEmpty)
+    val fs = d.getFileSystem(new Configuration())
+    val file = fs.listStatus(d).map(_.getPath).filter(_.getName.endsWith(".json")).head
+    val json = new com.fasterxml.jackson.databind.ObjectMapper()
+    val renewedAt = collection.mutable.Set.empty[Long]
+    val deadline = System.currentTimeMillis() + 1500
+    var reads = 0
+    while (System.currentTimeMillis() < deadline) {
+      // the raw file, no retry: a half-written one fails to parse here
+      val text = new String(Files.readAllBytes(java.nio.file.Paths.get(file.toUri)), "UTF-8")
+      val n = json.readTree(text)
+      assert(n != null && n.get("app").asText == "app-a", s"read $reads: '$text'")
+      renewedAt += n.get("renewed_ms").asLong
+      reads += 1
+    }
+    assert(renewedAt.size >= 3, s"renewed while read ($reads reads)")
+    a.release()
+    assert(fs.listStatus(d).map(_.getPath.getName).filterNot(_.endsWith(".crc")).toSeq == Seq(file.getName))
+  }
+
   test("the rejected table takes each journal event once") {
     val path = Files.createTempDirectory("rejected-").resolve("rejected").toString
     val t = RejectedTable.openOrCreate(path, new Configuration())

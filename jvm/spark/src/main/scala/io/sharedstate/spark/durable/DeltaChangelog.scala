@@ -4,12 +4,14 @@ import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.data.Row
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
-import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException}
+import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException, MetadataChangedException}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.TableImpl
+import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.utils.DataFileStatus
+import io.sharedstate.core.SharedStateException
 import java.util.Optional
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.util.SerializableConfiguration
@@ -27,6 +29,26 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
 
   private val engine: Engine = DefaultEngine.create(hadoopConf)
   private val table = Table.forPath(engine, path)
+  // The owner's lease generation once it took the table over (see takeOver); None: unfenced (tests, readers).
+  @volatile private var fence: Option[Long] = None
+
+  /**
+   * The fence of an owner whose lease is generation `generation`: the table property
+   * `sharedstate.ownerGeneration` is set to it in a commit of its own (a metadata change), before the
+   * owner reads the table to recover. From then on every commit of this object checks, at the
+   * version its transaction reads, that the property is still its generation, and a newer owner's
+   * takeover committed after that version makes Delta's conflict check refuse the commit (a winning
+   * metadata change): an owner that was taken over commits nothing more.
+   */
+  def takeOver(generation: Long): Unit = {
+    val current = ownerGeneration(table.getLatestSnapshot(engine).getTableProperties)
+    if (current > generation) throw fenced(generation, current)
+    fence = Some(generation)
+    if (current < generation) {
+      val txn = build(Operation.MANUAL_UPDATE, None, Map(OwnerGenerationProperty -> generation.toString))
+      commitFenced(KernelTables.commit(engine, txn, Nil))
+    }
+  }
 
   /** What the write tasks need to write files for this table. */
   def target(partitionCount: Int): ChangelogTarget = {
@@ -76,9 +98,8 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
     val before = trimmedThrough()
     val merged = before ++ bounds.map { case (p, id) => p -> math.max(id, before.getOrElse(p, -1L)) }
     val text = merged.toSeq.sortBy(_._1).map { case (p, id) => s"$p:$id" }.mkString(",")
-    val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.MANUAL_UPDATE)
-      .withTableProperties(engine, java.util.Map.of(TrimmedThroughProperty, text)).build(engine)
-    KernelTables.commit(engine, txn, Nil)
+    commitFenced(KernelTables.commit(engine, build(Operation.MANUAL_UPDATE, None, Map(TrimmedThroughProperty -> text)),
+        Nil))
   }
 
   /**
@@ -136,13 +157,38 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
     (rows.toIndexedSeq, paths.toSet)
   }
 
-  private def newTransaction(txnId: Option[(String, Long)]): Transaction = {
-    val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.STREAMING_UPDATE)
+  private def newTransaction(txnId: Option[(String, Long)]): Transaction = build(Operation.STREAMING_UPDATE, txnId)
+
+  // A transaction, checked against the fence at the version it reads.
+  private def build(operation: Operation, txnId: Option[(String, Long)],
+      properties: Map[String, String] = Map.empty): Transaction = {
+    val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, operation)
     txnId.foreach { case (app, version) => builder.withTransactionId(engine, app, version) }
-    builder.build(engine)
+    if (properties.nonEmpty) builder.withTableProperties(engine, properties.asJava)
+    val txn = builder.build(engine)
+    fence.foreach { mine =>
+      val current = ownerGeneration(TransactionStateRow.getConfiguration(txn.getTransactionState(engine)))
+      if (current > mine) throw fenced(mine, current)
+    }
+    txn
   }
 
-  private def commit(txn: Transaction, files: Seq[ChangelogFile]): Long = {
+  // A newer owner's takeover committed after the version the transaction read: Delta's conflict check
+  // refuses the commit with a metadata change (nothing was added).
+  private def commitFenced[T](body: => T): T =
+    try body
+    catch {
+      case e: MetadataChangedException if fence.nonEmpty =>
+        val current = ownerGeneration(table.getLatestSnapshot(engine).getTableProperties)
+        if (current > fence.get) throw fenced(fence.get, current) else throw e
+    }
+
+  private def fenced(mine: Long, current: Long): SharedStateException = new SharedStateException(
+    s"The changelog at $path was taken over by a newer owner (lease generation $current; this application held " +
+      s"generation $mine of the lease in ${new org.apache.hadoop.fs.Path(path).getParent}/owner): its commit is " +
+      "refused, and it takes no further commits. Stop it, or open the State read-only.")
+
+  private def commit(txn: Transaction, files: Seq[ChangelogFile]): Long = commitFenced {
     val txnState = txn.getTransactionState(engine)
     val actions = files.flatMap { f =>
       val status = new DataFileStatus(f.path, f.size, f.modificationTime, Optional.empty())
@@ -161,6 +207,12 @@ private[sharedstate] object DeltaChangelog {
   def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
 
   private val JournalPartitionIndex = ChangelogSchema.JournalPartition
+
+  /** The table property holding the lease generation of the changelog's owner (see [[DeltaChangelog.takeOver]]). */
+  val OwnerGenerationProperty = "sharedstate.ownerGeneration"
+
+  private def ownerGeneration(properties: java.util.Map[String, String]): Long =
+    Option(properties.get(OwnerGenerationProperty)).fold(0L)(_.toLong)
 
   /** The table property recording retention's trims (see [[DeltaChangelog.trimmedThrough]]). */
   val TrimmedThroughProperty = "sharedstate.trimmedThrough"

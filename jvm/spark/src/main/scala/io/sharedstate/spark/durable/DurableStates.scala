@@ -133,6 +133,8 @@ private[sharedstate] object DurableStates extends Logging {
       }
       if (!exists) refuseOrphanChangelog(spec.name, path("changelog"), conf)
       val log = DeltaChangelog.openOrCreate(path("changelog"), conf)
+      // The owner fences the changelog with its lease generation before it reads it to recover.
+      if (readOnly.isEmpty) lease.heldGeneration.foreach(log.takeOver)
       val snapshots = SnapshotTable.openOrCreate(path("snapshots"), conf)
       val rejected = RejectedTable.openOrCreate(path("rejected"), conf)
       if (!exists) MetadataTable.create(new Path(dir, "metadata").toString, spec, conf)

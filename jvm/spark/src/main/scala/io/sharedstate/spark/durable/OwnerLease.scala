@@ -34,7 +34,8 @@ private[sharedstate] final case class LeaseOwner(generation: Long, app: String, 
  * (the creator is still writing it). A file that still cannot be parsed (a crash while creating it)
  * is logged and treated as expired: it never reads as a live owner.
  */
-private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long)
+private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app: String, appName: String, leaseMs: Long,
+    renewEveryMs: Option[Long] = None)
     extends Logging {
   import OwnerLease._
   // Without checksum files (a local file system's .crc): a renamed lease file and its checksum would
@@ -46,8 +47,29 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
   @volatile private var generation = -1L
   @volatile private var renewer: Option[ScheduledExecutorService] = None
 
+  // When this application last stamped its lease file (renewed_ms of its last successful write).
+  @volatile private var renewedMs = 0L
+
   /** True while this application holds the lease. */
   def held: Boolean = generation >= 0
+
+  /** The generation this application holds (None: it does not hold the lease). */
+  def heldGeneration: Option[Long] = Some(generation).filter(_ >= 0)
+
+  /**
+   * Fails unless this application holds the lease with margin: its last renewal is at most two
+   * thirds of the lease old (renewals come every third, so one may be missed). Past that, another
+   * application may take the root over soon (once a whole lease passed), so an owner commits nothing
+   * more until a renewal succeeds; the third left covers the commit itself and clock skew.
+   */
+  def checkHeldWithMargin(what: String): Unit = {
+    val age = System.currentTimeMillis() - renewedMs
+    if (held && age > leaseMs * 2 / 3)
+      throw new io.sharedstate.core.SharedStateException(s"$what: this application's lease of ${dir.getParent} " +
+        s"(generation $generation) was last renewed $age ms ago, more than two thirds of its lease ($leaseMs ms, " +
+        "spark.sharedstate.owner.lease): another application may take the State over, so it commits nothing until " +
+        "a renewal succeeds (a stalled renewal: see the lease warnings in the log).")
+  }
 
   /** The owner now (None: nobody ever owned the root). */
   def owner: Option[LeaseOwner] = latestGeneration.map(read)
@@ -78,7 +100,8 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
     val now = System.currentTimeMillis()
     latestGeneration.map(read) match {
       case Some(o) if o.app != app && o.liveAt(now) => Some(o)
-      case Some(o) if o.app == app && !o.released => start(o.generation); None
+      case Some(o) if o.app == app && !o.released =>
+        write(o.generation, released = false, overwrite = true); start(o.generation); None
       case latest =>
         val next = latest.fold(1L)(_.generation + 1)
         try { write(next, released = false, overwrite = false); start(next); None }
@@ -91,7 +114,7 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
     val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
       val t = new Thread(r, s"sharedstate-lease-${dir.getParent.getName}"); t.setDaemon(true); t
     }
-    val every = math.max(100L, leaseMs / 3)
+    val every = renewEveryMs.getOrElse(math.max(100L, leaseMs / 3))
     executor.scheduleWithFixedDelay(() => renew(), every, every, TimeUnit.MILLISECONDS)
     renewer = Some(executor)
   }
@@ -117,13 +140,14 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
   // A new generation (`overwrite` false): created exclusively, whole content in one write. A renewal or
   // release: a temporary file renamed over the generation's file, so no reader sees it half-written.
   private def write(g: Long, released: Boolean, overwrite: Boolean): Unit = {
+    val stamp = System.currentTimeMillis()
     val text = json.writeValueAsString(java.util.Map.of(
         "app",
         app,
         "app_name",
         appName,
         "renewed_ms",
-        java.lang.Long.valueOf(System.currentTimeMillis()),
+        java.lang.Long.valueOf(stamp),
         "lease_ms",
         java.lang.Long.valueOf(leaseMs),
         "released",
@@ -145,6 +169,7 @@ private[sharedstate] final class OwnerLease(dir: Path, conf: Configuration, app:
           FileContext.getFileContext(fs.makeQualified(dir).toUri, conf).rename(temp, file(g), Options.Rename.OVERWRITE)
       } catch { case e: Exception => Try(fs.delete(temp, false)); throw e }
     }
+    if (!released) renewedMs = stamp
   }
 
   // A file being created by its owner may be read empty for a moment: read again, then give up on it

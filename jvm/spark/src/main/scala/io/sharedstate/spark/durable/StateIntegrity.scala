@@ -25,9 +25,10 @@ private[sharedstate] object StateIntegrity {
       s"re-created over it (it would reopen with less than it had). Restore $path (from a backup or a copy), " +
       "or delete the whole State directory to start it over.")
 
-  /** The changelog has Delta versions but no journal rows: its rows were deleted. */
+  /** The changelog had files added but holds no journal rows: its rows were deleted. */
   def emptied(state: String, path: String, version: Long): SharedStateException = new SharedStateException(
-    s"State '$state': its changelog table at $path is at Delta version $version but holds no journal rows: it " +
+    s"State '$state': its changelog table at $path had files committed but holds no journal rows at Delta version " +
+      s"$version: it " +
       s"should hold ${Holds("changelog")}, and its rows were deleted. The State is not opened (it would reopen " +
       s"empty); restore the table (e.g. Delta RESTORE to an earlier version of $path).")
 

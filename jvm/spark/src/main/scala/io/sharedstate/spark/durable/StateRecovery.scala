@@ -91,13 +91,15 @@ private[sharedstate] object StateRecovery {
       restored.zipWithIndex.collect { case (Some((_, _, _, chain)), p) => p -> chain }.toMap)
   }
 
-  // The tables hold everything the rebuild needs (see StateIntegrity): a changelog with versions has
+  // The tables hold everything the rebuild needs (see StateIntegrity): a changelog that had files has
   // journal rows, and reaches the events the snapshots hold; a partition whose updates retention
   // trimmed starts from a snapshot holding them. Checked before anything is replayed.
   private def checkComplete(name: String, log: DeltaChangelog, snapshots: Option[SnapshotTable], version: Long,
       rows: Seq[ChangelogRow], holdsUpTo: IndexedSeq[Long], rebuilds: Int => Boolean): Unit = {
     val lastEvent = rows.iterator.filter(_.isEvent).map(_.commitSeq.longValue).maxOption
-    if (lastEvent.isEmpty && version > 0) throw StateIntegrity.emptied(name, log.path, version)
+    // No journal row although a commit once added files (not only the owners' takeover commits).
+    if (lastEvent.isEmpty && log.filesAddedAfter(0L, version).exists(_.nonEmpty))
+      throw StateIntegrity.emptied(name, log.path, version)
     holdsUpTo.maxOption.filter(_ > lastEvent.getOrElse(-1L)).foreach { id =>
       throw StateIntegrity.journalBehindSnapshots(name, log.path, id, lastEvent.getOrElse(-1L))
     }

@@ -5,6 +5,7 @@ exactly what the first held, which equals the offline oracle over the accepted u
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +77,27 @@ def test_a_new_application_recovers_the_state_from_its_root(spark, workdir, stat
     assert {x[2] for x in there["late"]} == {"late"}
     assert (root / state_name / "changelog" / "_delta_log").is_dir()
     assert (root / state_name / "metadata" / "_delta_log").is_dir()
+
+
+def test_a_state_whose_changelog_was_deleted_does_not_reopen_empty(spark, workdir, state_name):
+    work = make_workload(seed=5, keys=6, changes_per_key=3, late_fraction=0.0)
+    root = workdir / "root"
+    ss.State.create(spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2, root=str(root))
+    stream_updates(spark, work, state_name, workdir)
+    changelog = root / state_name / "changelog"
+    shutil.rmtree(changelog)
+
+    failed = subprocess.run(
+        [sys.executable, str(READER), str(root), state_name, "[]", str(workdir / "never.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert failed.returncode != 0
+    assert f"State '{state_name}': its changelog table at" in failed.stderr
+    assert "is missing: it should hold every update" in failed.stderr
+    assert not changelog.exists(), "nothing is re-created over the missing table"
+    assert not (workdir / "never.json").exists()
 
 
 def test_creating_a_durable_state_again_checks_its_definition(spark, workdir, state_name):

@@ -4,12 +4,14 @@ import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.data.Row
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
-import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException}
+import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException, MetadataChangedException}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.TableImpl
+import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.utils.DataFileStatus
+import io.sharedstate.core.SharedStateException
 import java.util.Optional
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.util.SerializableConfiguration
@@ -27,6 +29,26 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
 
   private val engine: Engine = DefaultEngine.create(hadoopConf)
   private val table = Table.forPath(engine, path)
+  // The owner's lease generation once it took the table over (see takeOver); None: unfenced (tests, readers).
+  @volatile private var fence: Option[Long] = None
+
+  /**
+   * The fence of an owner whose lease is generation `generation`: the table property
+   * `sharedstate.ownerGeneration` is set to it in a commit of its own (a metadata change), before the
+   * owner reads the table to recover. From then on every commit of this object checks, at the
+   * version its transaction reads, that the property is still its generation, and a newer owner's
+   * takeover committed after that version makes Delta's conflict check refuse the commit (a winning
+   * metadata change): an owner that was taken over commits nothing more.
+   */
+  def takeOver(generation: Long): Unit = {
+    val current = ownerGeneration(table.getLatestSnapshot(engine).getTableProperties)
+    if (current > generation) throw fenced(generation, current)
+    fence = Some(generation)
+    if (current < generation) {
+      val txn = build(Operation.MANUAL_UPDATE, None, Map(OwnerGenerationProperty -> generation.toString))
+      commitFenced(KernelTables.commit(engine, txn, Nil))
+    }
+  }
 
   /** What the write tasks need to write files for this table. */
   def target(partitionCount: Int): ChangelogTarget = {
@@ -53,6 +75,32 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
     table.getLatestSnapshot(engine).getLatestTransactionVersion(engine, writer).toScala.map(_.longValue)
 
   def latestVersion: Long = table.getLatestSnapshot(engine).getVersion
+
+  /**
+   * Per State partition, the last journal event whose updates retention removed from the table at
+   * `version` (default latest): recovery must start that partition from a snapshot holding it. Kept
+   * as a table property, so it survives Delta's log cleanup and checkpoints.
+   */
+  def trimmedThrough(version: Option[Long] = None): Map[Int, Long] = {
+    val snapshot = version.fold(table.getLatestSnapshot(engine))(v => table.getSnapshotAsOfVersion(engine, v))
+    Option(snapshot.getTableProperties.get(TrimmedThroughProperty)).fold(Map.empty[Int, Long]) { text =>
+      text.split(',').filter(_.nonEmpty).map { pair =>
+        val Array(p, id) = pair.split(':'); p.toInt -> id.toLong
+      }.toMap
+    }
+  }
+
+  /**
+   * Records that retention is about to remove the updates of `bounds` (partition -> last journal event
+   * removed) in its own commit, before the delete: a trimmed table is never without its record.
+   */
+  def markTrimmed(bounds: Map[Int, Long]): Long = {
+    val before = trimmedThrough()
+    val merged = before ++ bounds.map { case (p, id) => p -> math.max(id, before.getOrElse(p, -1L)) }
+    val text = merged.toSeq.sortBy(_._1).map { case (p, id) => s"$p:$id" }.mkString(",")
+    commitFenced(KernelTables.commit(engine, build(Operation.MANUAL_UPDATE, None, Map(TrimmedThroughProperty -> text)),
+        Nil))
+  }
 
   /**
    * The rows of `partition` at `version` (default: latest), in no particular order; only from the
@@ -109,13 +157,38 @@ private[sharedstate] final class DeltaChangelog private (val path: String, hadoo
     (rows.toIndexedSeq, paths.toSet)
   }
 
-  private def newTransaction(txnId: Option[(String, Long)]): Transaction = {
-    val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.STREAMING_UPDATE)
+  private def newTransaction(txnId: Option[(String, Long)]): Transaction = build(Operation.STREAMING_UPDATE, txnId)
+
+  // A transaction, checked against the fence at the version it reads.
+  private def build(operation: Operation, txnId: Option[(String, Long)],
+      properties: Map[String, String] = Map.empty): Transaction = {
+    val builder = table.createTransactionBuilder(engine, KernelTables.EngineInfo, operation)
     txnId.foreach { case (app, version) => builder.withTransactionId(engine, app, version) }
-    builder.build(engine)
+    if (properties.nonEmpty) builder.withTableProperties(engine, properties.asJava)
+    val txn = builder.build(engine)
+    fence.foreach { mine =>
+      val current = ownerGeneration(TransactionStateRow.getConfiguration(txn.getTransactionState(engine)))
+      if (current > mine) throw fenced(mine, current)
+    }
+    txn
   }
 
-  private def commit(txn: Transaction, files: Seq[ChangelogFile]): Long = {
+  // A newer owner's takeover committed after the version the transaction read: Delta's conflict check
+  // refuses the commit with a metadata change (nothing was added).
+  private def commitFenced[T](body: => T): T =
+    try body
+    catch {
+      case e: MetadataChangedException if fence.nonEmpty =>
+        val current = ownerGeneration(table.getLatestSnapshot(engine).getTableProperties)
+        if (current > fence.get) throw fenced(fence.get, current) else throw e
+    }
+
+  private def fenced(mine: Long, current: Long): SharedStateException = new SharedStateException(
+    s"The changelog at $path was taken over by a newer owner (lease generation $current; this application held " +
+      s"generation $mine of the lease in ${new org.apache.hadoop.fs.Path(path).getParent}/owner): its commit is " +
+      "refused, and it takes no further commits. Stop it, or open the State read-only.")
+
+  private def commit(txn: Transaction, files: Seq[ChangelogFile]): Long = commitFenced {
     val txnState = txn.getTransactionState(engine)
     val actions = files.flatMap { f =>
       val status = new DataFileStatus(f.path, f.size, f.modificationTime, Optional.empty())
@@ -134,6 +207,18 @@ private[sharedstate] object DeltaChangelog {
   def fileName(path: String): String = path.substring(path.lastIndexOf('/') + 1)
 
   private val JournalPartitionIndex = ChangelogSchema.JournalPartition
+
+  /** The table property holding the lease generation of the changelog's owner (see [[DeltaChangelog.takeOver]]). */
+  val OwnerGenerationProperty = "sharedstate.ownerGeneration"
+
+  private def ownerGeneration(properties: java.util.Map[String, String]): Long =
+    Option(properties.get(OwnerGenerationProperty)).fold(0L)(_.toLong)
+
+  /** The table property recording retention's trims (see [[DeltaChangelog.trimmedThrough]]). */
+  val TrimmedThroughProperty = "sharedstate.trimmedThrough"
+
+  /** Opens the existing changelog at `path` (never creates one: a missing table fails on first use). */
+  def open(path: String, hadoopConf: Configuration): DeltaChangelog = new DeltaChangelog(path, hadoopConf)
 
   /** Opens the changelog at `path`, creating an empty one if there is no table yet. */
   def openOrCreate(path: String, hadoopConf: Configuration): DeltaChangelog = {

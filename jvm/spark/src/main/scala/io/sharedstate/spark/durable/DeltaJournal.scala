@@ -83,11 +83,17 @@ private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog
     guard.foreach(rejectedThrough = _)
   }
 
-  /** Fails if this application lost the root's lease or a rejected-table commit failed (see `broken`); the snapshotter checks it too. */
+  /**
+   * Fails if this application lost the root's lease, holds it without margin (its renewal lapsed:
+   * see [[OwnerLease.checkHeldWithMargin]]), or a rejected-table commit failed (see `broken`); checked
+   * before every journal commit, and by the snapshotter. The changelog's own fence
+   * ([[DeltaChangelog.takeOver]]) refuses a commit that gets past this after a takeover.
+   */
   def checkHealthy(): Unit = {
     if (!lease.held) throw new SharedStateException(s"State '$state': this application no longer owns ${log.path} " +
       s"(its lease was taken over by ${lease.owner.map(_.describe).getOrElse("another application")}); it takes no " +
       "further commits. Stop it, or open the State read-only.")
+    lease.checkHeldWithMargin(s"State '$state' (changelog ${log.path})")
     broken.foreach { e =>
       throw new SharedStateException(
         s"State '$state': writing its rejected updates to ${rejectedTable.path} failed " +

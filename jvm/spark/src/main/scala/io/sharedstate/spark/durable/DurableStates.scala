@@ -3,6 +3,7 @@ package io.sharedstate.spark.durable
 import io.sharedstate.spark.config.SharedStateConf
 import io.sharedstate.spark.rows.StoredPairs
 
+import io.delta.kernel.defaults.engine.DefaultEngine
 import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateRegistry, StateSpec}
 import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
@@ -15,7 +16,8 @@ import org.apache.spark.sql.SparkSession
  * The durable States of this application: each keeps its Delta tables under a root directory
  * (`spark.sharedstate.root`, or a root given at creation), `<root>/<state>/changelog` and
  * `<root>/<state>/metadata`. Creating a State whose tables exist reopens it: its definition must
- * match, and its partitions are rebuilt from the changelog before anyone can use it.
+ * match, and its partitions are rebuilt from the changelog before anyone can use it. A State whose
+ * metadata exists but a table of which is missing is not opened (see [[StateIntegrity]]).
  */
 private[sharedstate] object DurableStates extends Logging {
 
@@ -86,8 +88,8 @@ private[sharedstate] object DurableStates extends Logging {
   def create(spark: SparkSession, spec: StateSpec, root: String, registry: StateRegistry): State = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
-    checkOrCreateMetadata(spec, dir, root, conf)
-    attach(spark, spec, dir, root, conf, Owner(waitMs = SharedStateConf.OwnerLease.read(spark)), registry)
+    val exists = checkMetadata(spec, dir, root, conf)
+    attach(spark, spec, dir, root, conf, Owner(waitMs = SharedStateConf.OwnerLease.read(spark)), registry, exists)
   }
 
   /** The definition stored for State `name` under `root`, if its tables exist there. */
@@ -98,34 +100,55 @@ private[sharedstate] object DurableStates extends Logging {
   }
 
   /**
-   * Opens the tables of `spec` under `root` (created when missing; stored with a different
-   * definition is an error) for a State whose partitions live on cluster hosts. `mode` as for
+   * Opens the tables of `spec` under `root` (created when the State has no metadata yet; a missing
+   * table of an existing State, or one stored with a different definition, is an error) for a State whose partitions live on cluster hosts. `mode` as for
    * [[open]]: the driver takes the root's lease as owner, or the tables are opened read-only
    * (`DurableTables.readOnly` says why; then see [[followCluster]]).
    */
   def tables(spark: SparkSession, spec: StateSpec, root: String, mode: Mode): DurableTables = synchronized {
     val conf = spark.sessionState.newHadoopConf()
     val dir = stateDir(root, spec.name, conf)
-    checkOrCreateMetadata(spec, dir, root, conf)
-    openTables(spark, spec, dir, root, conf, mode)
+    val exists = checkMetadata(spec, dir, root, conf)
+    openTables(spark, spec, dir, root, conf, mode, exists)
   }
 
   // The one open sequence of a durable State's tables, in local mode and in a cluster: the lease as
   // `mode` says, then the changelog, snapshot and rejected tables (the lease let go if they fail).
+  // `exists`: the State's metadata exists, so every table must (a missing one is an error naming it,
+  // never re-created: see StateIntegrity); else the tables are created, the metadata last, so a State
+  // with metadata always had all its tables.
   private def openTables(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration,
-      mode: Mode): DurableTables = {
+      mode: Mode, exists: Boolean): DurableTables = {
     releaseLeasesAtEnd(spark)
     val sc = spark.sparkContext
     val lease =
       new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, SharedStateConf.OwnerLease.read(spark))
     val readOnly = takeLease(spec.name, root, lease, mode)
     try {
-      val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
-      val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
-      val rejected = RejectedTable.openOrCreate(new Path(dir, "rejected").toString, conf)
+      val engine = DefaultEngine.create(conf)
+      def path(table: String): String = {
+        val p = new Path(dir, table).toString
+        if (exists && !KernelTables.exists(engine, p)) throw StateIntegrity.missing(spec.name, table, p)
+        p
+      }
+      if (!exists) refuseOrphanChangelog(spec.name, path("changelog"), conf)
+      val log = DeltaChangelog.openOrCreate(path("changelog"), conf)
+      // The owner fences the changelog with its lease generation before it reads it to recover.
+      if (readOnly.isEmpty) lease.heldGeneration.foreach(log.takeOver)
+      val snapshots = SnapshotTable.openOrCreate(path("snapshots"), conf)
+      val rejected = RejectedTable.openOrCreate(path("rejected"), conf)
+      if (!exists) MetadataTable.create(new Path(dir, "metadata").toString, spec, conf)
       DurableTables(root, log, snapshots, log.target(spec.partitions), rejected, lease, readOnly)
     } catch { case e: Throwable => lease.release(); throw e }
   }
+
+  // A changelog with commits but no metadata beside it (the metadata table was deleted): creating the
+  // State there would adopt another definition's rows.
+  private def refuseOrphanChangelog(name: String, path: String, conf: Configuration): Unit =
+    if (DeltaChangelog.exists(path, conf) && DeltaChangelog.open(path, conf).latestVersion > 0)
+      throw new SharedStateException(s"State '$name': a changelog with commits exists at $path but its metadata " +
+        s"table beside it is missing (it should hold the State's definition); the State is not created over it. " +
+        "Restore the metadata table, or delete the whole State directory to start over.")
 
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit =
@@ -159,14 +182,17 @@ private[sharedstate] object DurableStates extends Logging {
     } catch { case e: Throwable => state.close(); throw e }
   }
 
-  private def checkOrCreateMetadata(spec: StateSpec, dir: Path, root: String, conf: Configuration): Unit = {
+  // Whether the State's metadata exists (then with `spec`'s definition, or an error naming both).
+  private def checkMetadata(spec: StateSpec, dir: Path, root: String, conf: Configuration): Boolean = {
     val metadata = new Path(dir, "metadata").toString
-    if (MetadataTable.exists(metadata, conf)) {
+    val exists = MetadataTable.exists(metadata, conf)
+    if (exists) {
       val stored = MetadataTable.read(metadata, conf)
       if (stored != spec) throw new SharedStateException(s"State '${spec.name}' already exists under $root with a " +
         s"different definition: ${MetadataTable.toJson(stored)}; asked for ${MetadataTable.toJson(spec)}. Use State.get to " +
         "open it, or another root or name.")
-    } else MetadataTable.create(metadata, spec, conf)
+    }
+    exists
   }
 
   /**
@@ -189,7 +215,8 @@ private[sharedstate] object DurableStates extends Logging {
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None
       else {
-        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode(spark, readOnly), registry))
+        Some(attach(spark, MetadataTable.read(metadata, conf), dir, root, conf, mode(spark, readOnly), registry,
+            exists = true))
       }
     }
   }
@@ -233,14 +260,14 @@ private[sharedstate] object DurableStates extends Logging {
   }
 
   private def attach(spark: SparkSession, spec: StateSpec, dir: Path, root: String, conf: Configuration, mode: Mode,
-      registry: StateRegistry): State = {
+      registry: StateRegistry, exists: Boolean): State = {
     registry.find(spec.name).foreach { existing =>
       if (open.containsKey(spec.name)) return registry.create(spec) // checks the definition
       throw new SharedStateException(s"State '${spec.name}' already exists in this application without durability " +
         s"(${existing.spec.partitions} partitions, in memory); drop it before creating it under $root.")
     }
     val DurableTables(_, log, snapshots, target, rejected, lease, readOnly) =
-      openTables(spark, spec, dir, root, conf, mode)
+      openTables(spark, spec, dir, root, conf, mode, exists)
     var journal: DeltaJournal = null
     var recovered: Recovered = null
     val state =

@@ -6,12 +6,12 @@ import org.apache.spark.util.SerializableConfiguration
 /**
  * Where a cluster host rebuilds State partitions from: the State's changelog and snapshots tables
  * (their paths and the Hadoop configuration, sent with the hosting message). The tables must be on a
- * file system every executor sees. Read with Delta Kernel on the host; the host never writes them.
+ * file system every executor sees. Read with Delta Kernel on the host; the host never writes them, nor creates a missing one.
  */
 private[sharedstate] final case class PartitionSource(changelogPath: String, snapshotsPath: String,
     hadoopConf: SerializableConfiguration) {
-  @transient private lazy val log = DeltaChangelog.openOrCreate(changelogPath, hadoopConf.value)
-  @transient private lazy val snapshots = SnapshotTable.openOrCreate(snapshotsPath, hadoopConf.value)
+  @transient private lazy val log = DeltaChangelog.open(changelogPath, hadoopConf.value)
+  @transient private lazy val snapshots = SnapshotTable.open(snapshotsPath, hadoopConf.value)
 
   /**
    * Rebuilds `partitions` of the fresh `state` from their latest snapshots and the changelog after

@@ -215,6 +215,9 @@ private[sharedstate] object SnapshotTable {
 
   val table: StructType = physical.add(new StructField(Partition, IntegerType.INTEGER, false))
 
+  /** Opens the existing snapshots table at `path` (never creates one: a missing table fails on first use). */
+  def open(path: String, conf: Configuration): SnapshotTable = new SnapshotTable(path, conf, DefaultChunkBytes)
+
   def openOrCreate(path: String, conf: Configuration, chunkBytes: Int = DefaultChunkBytes): SnapshotTable = {
     KernelTables.create(DefaultEngine.create(conf), path, table, Seq(Partition))
     new SnapshotTable(path, conf, chunkBytes)

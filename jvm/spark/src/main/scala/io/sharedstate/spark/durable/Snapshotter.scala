@@ -30,7 +30,9 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * the whole chain of the oldest of them; older snapshots, and the changelog updates of commits the
  * oldest kept snapshot (that chain's full one) already holds, are removed with Delta deletes (a new
  * table version: older versions still read them until Delta's VACUUM removes the files). So there
- * are always at least `retained` points to recover from, and every kept snapshot is one.
+ * are always at least `retained` points to recover from, and every kept snapshot is one. Before the
+ * changelog delete, the changelog records per partition the journal event it is trimmed through
+ * ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
  */
 private[sharedstate] final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
     snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty)
@@ -94,12 +96,16 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
           w -> cs.map(_.epoch).max
         }
         if (covered.isEmpty) None
-        else Some(s"(partition = $p AND (" +
-          covered.map { case (w, e) => s"(writer = ${quote(w)} AND epoch <= $e)" }.mkString(" OR ") + "))")
+        else Some(p -> id -> (s"(partition = $p AND (" +
+          covered.map { case (w, e) => s"(writer = ${quote(w)} AND epoch <= $e)" }.mkString(" OR ") + "))"))
       }
       if (perPartition.nonEmpty) {
-        // Between commits: the State's own Kernel commits of new epochs never race this delete.
-        state.betweenCommits(DeltaTable.forPath(spark, log.path).delete(perPartition.mkString(" OR ")))
+        // Between commits: the State's own Kernel commits of new epochs never race these commits. The
+        // trim is recorded first, so a changelog missing those updates always says which snapshots it needs.
+        state.betweenCommits {
+          log.markTrimmed(perPartition.map(_._1).toMap)
+          DeltaTable.forPath(spark, log.path).delete(perPartition.map(_._2).mkString(" OR "))
+        }
       }
       trimmedAt = keepFrom
       (removable, perPartition.nonEmpty)

@@ -78,6 +78,7 @@ private[sharedstate] object StateRecovery {
       } finally pool.shutdown()
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
+    checkComplete(state.name, log, snapshots, version, rows, holdsUpTo, rebuilds)
     restored.flatten.foreach { case (_, _, chain, _) => state.restorePartitionChain(chain) }
     if (trackChanges) state.trackChanges()
     val replayed = replayEvents(state, rows, after = -1L, holdsUpTo, log.path)
@@ -88,6 +89,26 @@ private[sharedstate] object StateRecovery {
     }
     Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get,
       restored.zipWithIndex.collect { case (Some((_, _, _, chain)), p) => p -> chain }.toMap)
+  }
+
+  // The tables hold everything the rebuild needs (see StateIntegrity): a changelog that had files has
+  // journal rows, and reaches the events the snapshots hold; a partition whose updates retention
+  // trimmed starts from a snapshot holding them. Checked before anything is replayed.
+  private def checkComplete(name: String, log: DeltaChangelog, snapshots: Option[SnapshotTable], version: Long,
+      rows: Seq[ChangelogRow], holdsUpTo: IndexedSeq[Long], rebuilds: Int => Boolean): Unit = {
+    val lastEvent = rows.iterator.filter(_.isEvent).map(_.commitSeq.longValue).maxOption
+    // No journal row although a commit once added files (not only the owners' takeover commits).
+    if (lastEvent.isEmpty && log.filesAddedAfter(0L, version).exists(_.nonEmpty))
+      throw StateIntegrity.emptied(name, log.path, version)
+    holdsUpTo.maxOption.filter(_ > lastEvent.getOrElse(-1L)).foreach { id =>
+      throw StateIntegrity.journalBehindSnapshots(name, log.path, id, lastEvent.getOrElse(-1L))
+    }
+    log.trimmedThrough(Some(version)).foreach { case (p, through) =>
+      if (p < holdsUpTo.size && rebuilds(p) && holdsUpTo(p) < through) {
+        throw StateIntegrity.snapshotsTrimmedPast(name, snapshots.fold("(not read)")(_.path), log.path, p, through,
+          Option.when(holdsUpTo(p) >= 0)(holdsUpTo(p)))
+      }
+    }
   }
 
   /** What a replay did: the last journal event replayed (or `after`) and each rejection with its event. */

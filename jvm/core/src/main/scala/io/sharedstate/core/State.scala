@@ -55,6 +55,10 @@ final class State(val spec: StateSpec) {
     if (spec.compactionIntervalMs > 0) CompactionScheduler.schedule(this, spec.compactionIntervalMs) else null
 
   def name: String = spec.name
+
+  /** Unique in this JVM per State object: a State dropped and created again under its name is another one. */
+  val incarnation: Long = State.incarnations.incrementAndGet()
+
   def partitionCount: Int = parts.length
   def partition(i: Int): StatePartition = parts(i)
   def partitionOf(key: Key): StatePartition = parts(key.partition(parts.length))
@@ -702,6 +706,7 @@ final class State(val spec: StateSpec) {
 }
 
 object State {
+  private val incarnations = new AtomicLong()
 
   /** Fetches per look-up group of a batched fetch: enough misses in flight, all still in L1/L2 when answered. */
   private[core] val FetchGroup = 64

@@ -47,7 +47,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
   ).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
-    val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec)
+    val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec).copy(incarnation = state.incarnation)
     val writer = info.queryId()
     writerId = Some(writer)
     new WriteBuilder {

@@ -204,7 +204,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
 
   private[cluster] def close(): Unit = progressKeeper.close()
 
-  private def incarnation: Long = currentRoute.incarnation
+  override def incarnation: Long = currentRoute.incarnation
 
   private def step(message: Lifecycle)(local: State => Unit): Unit =
     if (keeperHosted) synchronized(local(progressKeeper))

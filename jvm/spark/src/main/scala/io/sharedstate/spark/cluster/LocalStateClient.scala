@@ -10,6 +10,7 @@ import io.sharedstate.core.fetch.FetchRequest
 private[sharedstate] final class LocalStateClient(state: State) extends StateClient {
   override def name: String = state.name
   override def spec: StateSpec = state.spec
+  override def incarnation: Long = state.incarnation
   override def updateProgress: Long = state.updateProgress
 
   override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =

@@ -8,6 +8,7 @@ import io.sharedstate.spark.durable.DurableStates
 private[sharedstate] final class LocalStateController(state: State) extends StateController {
   override def name: String = state.name
   override def spec: StateSpec = state.spec
+  override def incarnation: Long = state.incarnation
   override def partitionCount: Int = state.partitionCount
   override def updateProgress: Long = state.updateProgress
   override def fetchProgress: Long = state.fetchProgress

@@ -38,6 +38,7 @@ private[sharedstate] final class RecoveringStateClient(state: String, node: Clus
   private val first = node.routed(state) // an unknown State fails here, naming the existing ones
   override def name: String = state
   override def spec: StateSpec = first.spec
+  override def incarnation: Long = first.incarnation
   override def updateProgress: Long = node.updateProgress(state)
 
   override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =

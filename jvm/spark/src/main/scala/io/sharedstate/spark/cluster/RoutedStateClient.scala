@@ -29,6 +29,7 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
 
   override def name: String = route.name
   override def spec: StateSpec = route.spec
+  override def incarnation: Long = route.incarnation
   override def updateProgress: Long = node.updateProgress(name)
 
   // Every host gets a message, empty or not, so a retried task replaces its earlier attempt everywhere.

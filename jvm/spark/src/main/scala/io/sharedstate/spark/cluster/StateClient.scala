@@ -16,6 +16,9 @@ private[sharedstate] trait StateClient {
   def name: String
   def spec: StateSpec
 
+  /** The creation of the State this client reaches (see StateController.incarnation). */
+  def incarnation: Long
+
   /** U as the coordinator knows it (for messages; answers are decided by the owners). */
   def updateProgress: Long
 

@@ -11,6 +11,12 @@ import io.sharedstate.core.State.CommitOutcome
 private[sharedstate] trait StateController {
   def name: String
   def spec: StateSpec
+
+  /**
+   * Which creation of the State this is: a State dropped and created again under its name has another
+   * one. Queries record it when they are planned and fail when it changed (see [[Incarnations]]).
+   */
+  def incarnation: Long
   def partitionCount: Int
   def updateProgress: Long
   def fetchProgress: Long

@@ -16,7 +16,8 @@ private[sharedstate] final case class UpdateOptions(
     latenessMicros: Long,
     inputSchema: StructType,
     maxAheadMicros: Long = UpdateOptions.DefaultMaxAheadMicros,
-    idleTimeoutMicros: Long = UpdateOptions.NoIdleTimeout)
+    idleTimeoutMicros: Long = UpdateOptions.NoIdleTimeout,
+    incarnation: Long = -1L)
 
 private[sharedstate] object UpdateOptions {
   val State = "state"

@@ -16,6 +16,7 @@ private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec,
 
   override def apply(events: Iterator[Row]): Iterator[Row] = {
     val state = clientOf(spec.stateName)
+    spec.checkIncarnation(state)
     ContinuousFetchReaders.ensure(state)
     new AnswerIterator(state, events)
   }

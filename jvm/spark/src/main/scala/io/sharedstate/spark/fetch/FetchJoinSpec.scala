@@ -1,6 +1,6 @@
 package io.sharedstate.spark.fetch
 
-import io.sharedstate.spark.cluster.StateClient
+import io.sharedstate.spark.cluster.{Incarnations, StateClient}
 import io.sharedstate.spark.config.Intervals
 import io.sharedstate.spark.rows.StateSchemas
 
@@ -20,7 +20,12 @@ private[sharedstate] final case class FetchJoinSpec(
     timeOrdinal: Int,
     inner: Boolean,
     mode: ReadMode,
-    rule: FetchJoinRule) {
+    rule: FetchJoinRule,
+    incarnation: Long) {
+
+  /** Fails when the State was dropped or created again since the join was planned. */
+  def checkIncarnation(client: StateClient): Unit =
+    Incarnations.check(stateName, incarnation, client.incarnation, "fetch join")
 
   def keySchema: StructType = StructType(keyOrdinals.map(eventSchema(_)))
 
@@ -33,7 +38,8 @@ private[sharedstate] object FetchJoinSpec {
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
       mode: String, how: String, staleness: String, window: String): FetchJoinSpec = {
-    val spec = StateClient.of(stateName).spec
+    val client = StateClient.of(stateName)
+    val spec = client.spec
     val schemas = StateSchemas.of(spec)
     oneOf("mode", mode, Modes)
     oneOf("how", how, Hows)
@@ -49,7 +55,7 @@ private[sharedstate] object FetchJoinSpec {
         s"${clashes.mkString(", ")}, which the events already have. Rename or drop them in the events first.")
     }
     FetchJoinSpec(stateName, schemas, spec.valueType, eventSchema, keyOrdinals, timeOrdinal,
-      how.toLowerCase == "inner", readMode(mode, staleness), fetchRule)
+      how.toLowerCase == "inner", readMode(mode, staleness), fetchRule, client.incarnation)
   }
 
   /** committed, or uncommitted with a staleness interval (SSP: answered once t - staleness < U). */

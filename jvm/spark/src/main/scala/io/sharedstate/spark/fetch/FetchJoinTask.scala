@@ -29,6 +29,7 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
   // What waits is written with the event columns only (input rows may carry more).
   private val eventColumns = UnsafeProjection.create(spec.eventSchema)
   private val keys = KeyEncoder.columns(spec.eventSchema, spec.keyOrdinals)
+  spec.checkIncarnation(StateClient.of(spec.stateName)) // every task, whether or not it fetches
   private val now = System.currentTimeMillis()
   private val timeOrdinal = spec.timeOrdinal
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.fetch
 
-import io.sharedstate.spark.cluster.StateClient
+import io.sharedstate.spark.cluster.{Incarnations, StateClient}
 import io.sharedstate.spark.config.Intervals
 import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
 
@@ -23,7 +23,7 @@ import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
  * of the key columns, in the State's key order.
  */
 private[sharedstate] final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
-    rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed)
+    rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed, incarnation: Long = -1L)
     extends BinaryExpression with CodegenFallback {
 
   @transient private lazy val client = StateClient.of(stateName)
@@ -31,7 +31,7 @@ private[sharedstate] final case class SharedStateFetchExpression(stateName: Stri
   @transient private lazy val resultType = StructType(rule.addedColumns(schemas))
   @transient private lazy val cells = new FetchAnswerCells(
     FetchJoinSpec(stateName, schemas, client.spec.valueType, new StructType(), Array.empty, -1, inner = false, mode,
-      rule))
+      rule, incarnation))
   @transient private lazy val toInternal = ExpressionEncoder(resultType).createSerializer()
 
   override def left: Expression = key
@@ -55,7 +55,14 @@ private[sharedstate] final case class SharedStateFetchExpression(stateName: Stri
   // The key as the binary row the sink stores: one column, or the struct's fields.
   @transient private lazy val keys = KeyEncoder.expression(key, schemas.key)
 
+  // Checked once per task (the client is resolved once per expression instance there).
+  @transient private lazy val checked: Boolean = {
+    if (incarnation >= 0) Incarnations.check(stateName, incarnation, client.incarnation, "query")
+    true
+  }
+
   override def eval(input: InternalRow): Any = {
+    checked
     if (key.eval(input) == null) return null
     val t = time.eval(input)
     if (t == null) return null
@@ -89,14 +96,15 @@ private[sharedstate] object SharedStateFetchExpression {
     }
     val name = literal(args.head, "the first argument (State name)").getOrElse(
       throw new SharedStateException(s"$Name: the first argument must be a State name literal; got null."))
-    val spec = StateClient.of(name).spec // unknown States fail at analysis
+    val client = StateClient.of(name) // unknown States fail at analysis
+    val spec = client.spec
     val schemas = StateSchemas.of(spec)
     val ruleName = args.lift(3).flatMap(literal(_, "the rule")).getOrElse("latest")
     val window = args.lift(4).flatMap(literal(_, "the window")).orNull
     val rule = FetchJoinRule.parse(ruleName, window, schemas, spec.valueType, spec.fetchRules)
     val mode = args.lift(5).flatMap(literal(_, "the staleness"))
       .map(s => ReadMode.Uncommitted(Intervals.parseMicros("staleness", s))).getOrElse(ReadMode.Committed)
-    SharedStateFetchExpression(name, args(1), args(2), rule, mode)
+    SharedStateFetchExpression(name, args(1), args(2), rule, mode, client.incarnation)
   }
 
   private def literal(e: Expression, what: String): Option[String] =

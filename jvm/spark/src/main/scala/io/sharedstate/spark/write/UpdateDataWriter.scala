@@ -1,6 +1,6 @@
 package io.sharedstate.spark.write
 
-import io.sharedstate.spark.cluster.StateClient
+import io.sharedstate.spark.cluster.{Incarnations, StateClient}
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.ChangelogTarget
 
@@ -44,7 +44,9 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
   override def commit(): WriterCommitMessage = {
     // Durable State: the task's updates go to the changelog as files first (not visible until the epoch commits).
     val files = changelog.map(_.writeTask(writer, epoch, partition, batch)).getOrElse(Nil)
-    StateClient.of(options.stateName).stage(writer, epoch, partition, batch)
+    val client = StateClient.of(options.stateName)
+    Incarnations.check(options.stateName, options.incarnation, client.incarnation, "writer")
+    client.stage(writer, epoch, partition, batch)
     UpdateCommitMessage(batch.size, batch.rejectedCount, batch.maxEventTime, files)
   }
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.write
 
-import io.sharedstate.spark.cluster.{Coordinator, StateController}
+import io.sharedstate.spark.cluster.{Coordinator, Incarnations, StateController}
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.DurableStates
 
@@ -30,6 +30,8 @@ private[sharedstate] final class UpdateStreamingWrite(options: UpdateOptions, wr
   override def useCommitCoordinator(): Boolean = true
 
   override def commit(epochId: Long, messages: Array[WriterCommitMessage]): Unit = {
+    Incarnations.check(options.stateName, options.incarnation, Coordinator.get.state(options.stateName).incarnation,
+      "writer")
     // A continuous query commits epochs with or without input: only input counts against idleness.
     if (messages.exists { case m: UpdateCommitMessage => m.staged + m.rejected > 0; case _ => false })
       WriterLifecycle.input(options.stateName, writer)

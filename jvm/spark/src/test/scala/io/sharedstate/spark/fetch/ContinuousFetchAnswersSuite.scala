@@ -63,6 +63,7 @@ class ContinuousFetchAnswersSuite extends AnyFunSuite {
             local.fetchAsync(request).thenApplyAsync((a: FetchAnswer) => a, replies)
           override def name: String = local.name
           override def spec: StateSpec = local.spec
+          override def incarnation: Long = local.incarnation
           override def updateProgress: Long = local.updateProgress
           override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit =
             local.stage(writer, epoch, task, batch)

@@ -20,6 +20,7 @@ class ContinuousFetchReadersSuite extends AnyFunSuite {
     }
     private def no = throw new AssertionError("only ensureReader is expected")
     override def spec: StateSpec = no
+    override def incarnation: Long = 1L
     override def updateProgress: Long = no
     override def stage(writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = no
     override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = no

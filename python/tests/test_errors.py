@@ -53,7 +53,7 @@ def test_time_column_that_is_not_a_timestamp(spark, updates, workdir, state_name
 def test_unknown_option_and_wrong_key_type(spark, updates, workdir, state_name):
     ss.State.create(spark, state_name, key="ad_id BIGINT", value="campaign STRING")
     q = _writer(updates, workdir, state=state_name, key="ad_id", time="ts", latness="5 seconds")
-    _fails_at_start(q, "Unknown option.*latness.*Supported: key, lateness, state, time, value")
+    _fails_at_start(q, "Unknown option.*latness.*Supported: idleTimeout, key, lateness, maxAhead, state, time, value")
     q = _writer(updates, workdir / "2", state=state_name, key="ad_id", time="ts")
     _fails_at_start(q, "Column 'ad_id' has type STRING, but State '.*' expects ad_id BIGINT")
 

@@ -2,7 +2,6 @@ package io.sharedstate.core.rules
 
 import io.sharedstate.core.row.ValueType
 import java.util.ServiceLoader
-import scala.jdk.CollectionConverters._
 
 /**
  * Makes update rules of the form `<prefix><body>` that the engine cannot build itself, such as the
@@ -28,8 +27,24 @@ private[core] object UpdateRuleProviders {
   /** The providers visible from the thread's context class loader, then from the engine's own. */
   def all: Seq[UpdateRuleProvider] = {
     val loaders = (Option(Thread.currentThread.getContextClassLoader).toSeq :+ getClass.getClassLoader).distinct
-    loaders.flatMap(l => ServiceLoader.load(classOf[UpdateRuleProvider], l).asScala)
+    loaders.flatMap(l => loadable(ServiceLoader.load(classOf[UpdateRuleProvider], l)))
       .groupBy(_.getClass.getName).values.map(_.head).toSeq
+  }
+
+  // A listed provider whose classes are missing here (the Spark plugin's, in an embedded JVM with no
+  // Spark) is skipped, so it cannot break the rules every JVM has.
+  private def loadable(loader: ServiceLoader[UpdateRuleProvider]): Seq[UpdateRuleProvider] = {
+    val it = loader.iterator()
+    val found = Seq.newBuilder[UpdateRuleProvider]
+    var more = true
+    var failures = 0
+    while (more && failures < 16) { // an iterator that keeps failing is not tried forever
+      try {
+        if (it.hasNext) { val p = it.next(); p.prefix; found += p }
+        else more = false
+      } catch { case _: java.util.ServiceConfigurationError | _: LinkageError => failures += 1 }
+    }
+    found.result()
   }
 
   /** The provider whose prefix starts `name`, if any. */

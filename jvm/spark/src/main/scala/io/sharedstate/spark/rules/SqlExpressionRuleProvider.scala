@@ -8,6 +8,8 @@ import io.sharedstate.core.rules.{UpdateRule, UpdateRuleProvider}
  * because ServiceLoader instantiates it (META-INF/services/io.sharedstate.core.rules.UpdateRuleProvider).
  */
 final class SqlExpressionRuleProvider extends UpdateRuleProvider {
-  def prefix: String = SqlExpressionRule.Prefix
+  // A literal, not SqlExpressionRule.Prefix: the engine asks every provider for its prefix, also in an
+  // embedded JVM with no Spark, where touching SqlExpressionRule would load Spark's classes.
+  def prefix: String = "expr:"
   def create(body: String, valueType: ValueType): UpdateRule = new SqlExpressionRule(body, valueType)
 }

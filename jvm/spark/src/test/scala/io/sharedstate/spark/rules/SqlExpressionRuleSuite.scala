@@ -109,4 +109,8 @@ class SqlExpressionRuleSuite extends AnyFunSuite {
     assert(error("v BIGINT", "expr:").contains("empty"))
     assert(error("v BIGINT", "expr:max(new)").contains("'expr:max(new)'"))
   }
+
+  test("the provider names the rule's prefix without loading the rule (embedded JVMs have no Spark)") {
+    assert(new SqlExpressionRuleProvider().prefix == SqlExpressionRule.Prefix)
+  }
 }

@@ -53,7 +53,9 @@ private[sharedstate] object MessageAllowList extends ObjectInputFilter {
   private val Tuple = """scala\.Tuple\d+(\$mc.*\$sp)?""".r
 
   def allows(c: Class[_]): Boolean =
-    if (c.isArray) allows(c.getComponentType)
+    // An Object[] (Scala's ArraySeq after a map, as in an aggregate's result type) is allowed: the
+    // filter checks each of its elements' classes on its own.
+    if (c.isArray) c.getComponentType == classOf[Object] || allows(c.getComponentType)
     else c.isPrimitive || Plain(c) || MessageClasses(c) || Carried(c) ||
     c.getName.startsWith("io.sharedstate.core.") || c.getName.startsWith("scala.collection.") ||
     Tuple.matches(c.getName) || classOf[DriverRequest[_]].isAssignableFrom(c) ||

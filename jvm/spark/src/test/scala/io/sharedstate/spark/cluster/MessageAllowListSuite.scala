@@ -46,6 +46,11 @@ class MessageAllowListSuite extends AnyFunSuite {
     FetchRequest(new Key(Array[Byte](1, 2, 3)), 5L),
     FetchRequest(new Key(Array[Byte](4)), 9L, FetchRule.Range(2L), ReadMode.Uncommitted(3L)),
     FetchRequest(new Key(Array[Byte](5)), 9L, RangeAggregate("sum", 0L, ValueType.parse("v BIGINT"))),
+    // every built-in aggregate: their result types are built differently (count's over an Object[])
+    FetchRequest(new Key(Array[Byte](5)), 9L, RangeAggregate("count", 0L, ValueType.parse("v BIGINT"))),
+    FetchRequest(new Key(Array[Byte](5)), 9L, RangeAggregate("avg", 0L, ValueType.parse("v BIGINT, w DOUBLE"))),
+    FetchRequest(new Key(Array[Byte](5)), 9L, RangeAggregate("collect", 0L, ValueType.parse("v STRING"))),
+    FetchRequest(new Key(Array[Byte](5)), 9L, RangeAggregate("max", 0L, ValueType.parse("v ARRAY<DOUBLE>"))),
     FetchRequest(new Key(Array[Byte](6)), 9L, new UserFetchRule(4L))
   )
 

@@ -155,6 +155,27 @@ def test_fetch_join_reports_fetch_progress_and_metrics(spark, workdir, state_nam
     )
 
 
+def _answered_and_late(reader, seen: list, name: str) -> tuple[int, int]:
+    """Events the join answered and counted late so far, summed over its batches' metrics (`seen` keeps them)."""
+    for p in reader.recentProgress:
+        if p["batchId"] not in {s["batchId"] for s in seen}:
+            seen.append(p)
+    metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
+    return sum(m["eventsAnswered"] for m in metrics), sum(m["lateEvents"] for m in metrics)
+
+
+def _every_event_answered_or_late(spark, writer, reader, out_name, expected, totals) -> tuple[int, int]:
+    """Waits until every event is answered or late, never both, never neither; answers equal the oracle."""
+    wait_until(lambda: sum(totals()) >= len(expected), timeout=300, interval=0.2, what="every event answered or late")
+    drained(writer)
+    drained(reader)
+    answered, late = totals()
+    got = spark.table(out_name).toPandas()
+    assert answered + late == len(expected) and len(got) == answered and got["event_id"].is_unique
+    assert _ints(got["sum_v"]) == list(expected.loc[got["event_id"], "value"])
+    return answered, late
+
+
 def test_late_events_are_counted_not_answered(spark, workdir, state_name):
     """With no lateness, events behind the join's F are late: each event is either answered (and in the
     output, equal to the offline answer) or counted late, never both, never neither. Events that arrive
@@ -167,19 +188,9 @@ def test_late_events_are_counted_not_answered(spark, workdir, state_name):
     name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:0:0"
 
     def totals() -> tuple[int, int]:
-        for p in reader.recentProgress:
-            if p["batchId"] not in {s["batchId"] for s in seen}:
-                seen.append(p)
-        metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
-        return sum(m["eventsAnswered"] for m in metrics), sum(m["lateEvents"] for m in metrics)
+        return _answered_and_late(reader, seen, name)
 
-    wait_until(lambda: sum(totals()) >= len(expected), timeout=300, interval=0.2, what="every event answered or late")
-    drained(writer)
-    drained(reader)
-    answered, late = totals()
-    got = spark.table(out_name).toPandas()
-    assert answered + late == len(expected) and len(got) == answered and got["event_id"].is_unique
-    assert _ints(got["sum_v"]) == list(expected.loc[got["event_id"], "value"])
+    answered, late = _every_event_answered_or_late(spark, writer, reader, out_name, expected, totals)
 
     # Now U and F are past every event and nothing waits: 20 more events as old as the oldest are late.
     old = work.events.sort_values("ts").head(20).copy()
@@ -203,19 +214,9 @@ def test_a_watermarked_stream_reports_f_and_lets_compaction_go_with_no_option(sp
     name = f"sharedstate_fetch:{state_name}:{WINDOW_S * 1_000_000}:-1:0"
 
     def totals() -> tuple[int, int]:
-        for p in reader.recentProgress:
-            if p["batchId"] not in {s["batchId"] for s in seen}:
-                seen.append(p)
-        metrics = [p["observedMetrics"][name] for p in seen if name in p["observedMetrics"]]
-        return sum(m["eventsAnswered"] for m in metrics), sum(m["lateEvents"] for m in metrics)
+        return _answered_and_late(reader, seen, name)
 
-    wait_until(lambda: sum(totals()) >= len(expected), timeout=300, interval=0.2, what="every event answered or late")
-    drained(writer)
-    drained(reader)
-    answered, late = totals()
-    got = spark.table(out_name).toPandas()
-    assert answered + late == len(expected) and len(got) == answered and got["event_id"].is_unique
-    assert _ints(got["sum_v"]) == list(expected.loc[got["event_id"], "value"])
+    answered, late = _every_event_answered_or_late(spark, writer, reader, out_name, expected, totals)
     state = ss.State.get(spark, state_name)
     f = state.progress()["fetch"]
     assert f is not None, "the watermark alone advanced the join's F"

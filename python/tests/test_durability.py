@@ -113,3 +113,29 @@ def test_creating_a_durable_state_again_checks_its_definition(spark, workdir, st
 def test_state_names_cannot_leave_the_root(spark, workdir, bad):
     with pytest.raises(Exception, match="Invalid State name"):
         ss.State.create(spark, bad, key="k STRING", value="v STRING", root=str(workdir / "root"))
+
+
+def test_a_read_never_takes_the_lease(spark, workdir, state_name):
+    """A durable State reached first by a read (not open in this application) is opened read-only:
+    the read does not make this application the root's owner."""
+    work = make_workload(seed=8, keys=5, changes_per_key=2, late_fraction=0.0)
+    root = workdir / "root"
+    state = ss.State.create(
+        spark, state_name, key="ad_id STRING", value="campaign STRING", partitions=2, root=str(root)
+    )
+    stream_updates(spark, work, state_name, workdir)
+    before = sorted((r.ad_id, r.campaign) for r in state.as_of().collect())
+    state.drop()  # forgotten here (its lease let go); its tables stay under the root
+    spark.conf.set("spark.sharedstate.root", str(root))
+    try:
+        rows = spark.read.format("sharedstate").option("state", state_name).load().collect()
+        assert sorted((r.ad_id, r.campaign) for r in rows) == before
+        opened = ss.State.get(spark, state_name)
+        assert opened.read_only, "the read opened the State read-only"
+        with pytest.raises(ss.SharedStateError, match="open read-only"):
+            ss.State.get(spark, state_name, read_only=False)
+        opened.drop()
+        # opened for writing (State.get), it is owned again
+        assert not ss.State.get(spark, state_name).read_only
+    finally:
+        spark.conf.unset("spark.sharedstate.root")

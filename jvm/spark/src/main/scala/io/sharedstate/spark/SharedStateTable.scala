@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.{Coordinator, StateController}
+import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.config.{ReadOptions, UpdateOptions}
 import io.sharedstate.spark.rows.StateSchemas
 import io.sharedstate.spark.write.{BulkLoadWrite, UpdateMetrics, UpdateStreamingWrite}
@@ -24,16 +24,19 @@ import scala.jdk.CollectionConverters._
 final case class SharedStateTable(options: CaseInsensitiveStringMap)
     extends SupportsWrite with SupportsRead with ReportsSinkMetrics {
 
-  private val state: StateController = Coordinator.get.state(UpdateOptions.stateName(options))
-  private val schemas = StateSchemas.of(state.spec)
+  private val stateName = UpdateOptions.stateName(options)
+  // Resolved without opening a durable State: a write opens it as owner, a read read-only (a read never
+  // takes the root's lease). An unknown name fails here, when the query is defined.
+  private val definition: StateSpec = Coordinator.get.specOf(stateName)
+  private val schemas = StateSchemas.of(definition)
   @volatile private var writerId: Option[String] = None
 
-  override def name(): String = s"sharedstate.${state.name}"
+  override def name(): String = s"sharedstate.$stateName"
 
   /** The definition of the State this table is. */
-  def spec: StateSpec = state.spec
+  def spec: StateSpec = definition
 
-  override def toString: String = s"sharedstate[${state.name}]"
+  override def toString: String = s"sharedstate[$stateName]"
 
   override def schema(): StructType = ReadOptions.parse(options, schemas).schema
 
@@ -47,6 +50,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
   ).asJava
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
+    val state = Coordinator.get.state(stateName)
     val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec).copy(incarnation = state.incarnation)
     val writer = info.queryId()
     writerId = Some(writer)
@@ -61,12 +65,12 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
 
   override def newScanBuilder(scanOptions: CaseInsensitiveStringMap): ScanBuilder = {
     ReadOptions.checkKnown(scanOptions)
-    new StateScanBuilder(state, schemas, ReadOptions.parse(scanOptions, schemas))
+    new StateScanBuilder(Coordinator.get.stateForRead(stateName), schemas, ReadOptions.parse(scanOptions, schemas))
   }
 
   /** Driver-side numbers for the query's progress (sink metrics): known only once an epoch commits. */
   override def metrics(): util.Map[String, String] = {
-    val m = state.metrics
+    val m = Coordinator.get.state(stateName).metrics
     val own = writerId.flatMap(w => m.writerCounts.get(w))
     (Map(
       "updateProgress" -> EventTime.show(m.updateProgress),

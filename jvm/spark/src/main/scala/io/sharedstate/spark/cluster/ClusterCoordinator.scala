@@ -235,15 +235,23 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
   }
 
   override def state(name: String): ClusterStateController =
-    Option(states.get(name)).orElse(openDurable(name)).getOrElse(throw unknown(name))
+    Option(states.get(name)).orElse(openDurable(name, readOnly = None)).getOrElse(throw unknown(name))
+
+  override def stateForRead(name: String): ClusterStateController =
+    Option(states.get(name)).orElse(openDurable(name, readOnly = Some(true))).getOrElse(throw unknown(name))
+
+  override def specOf(name: String): StateSpec = Option(states.get(name)).map(_.spec).orElse {
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r)))
+  }.getOrElse(throw unknown(name))
 
   // A durable State not opened yet in this application is opened from the session's root.
-  private def openDurable(name: String): Option[ClusterStateController] = {
+  private def openDurable(name: String, readOnly: Option[Boolean]): Option[ClusterStateController] = {
     val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
     session.flatMap { s =>
       DurableStates.root(s, None).flatMap(r =>
         DurableStates.storedSpec(s, name, r)
-          .map(spec => createDurable(s, spec, r, DurableStates.mode(s, None))))
+          .map(spec => createDurable(s, spec, r, DurableStates.mode(s, readOnly))))
     }
   }
 

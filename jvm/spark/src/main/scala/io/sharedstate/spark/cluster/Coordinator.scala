@@ -34,6 +34,15 @@ private[sharedstate] trait Coordinator {
   /** The State called `name`; a durable one not open yet is opened from the session's root; else an error naming the existing ones. */
   def state(name: String): StateController
 
+  /**
+   * The State called `name` for a read: as [[state]], but a durable State not open yet is opened
+   * read-only (it follows the owner's changelog): a read never takes the root's lease.
+   */
+  def stateForRead(name: String): StateController
+
+  /** The definition of State `name` without opening it: the open State's, else the one stored under the session's root. */
+  def specOf(name: String): StateSpec
+
   def names: Seq[String]
 
   /** Removes the State everywhere (its durable tables stay on storage). */

@@ -21,7 +21,14 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
       readOnly: Option[Boolean]): Option[StateController] =
     DurableStates.open(spark, name, root, registry, readOnly).map(new LocalStateController(_))
 
-  override def state(name: String): StateController = new LocalStateController(find(name))
+  override def state(name: String): StateController = new LocalStateController(find(name, readOnly = None))
+
+  override def stateForRead(name: String): StateController = new LocalStateController(find(name, readOnly = Some(true)))
+
+  override def specOf(name: String): StateSpec = registry.find(name).map(_.spec).orElse {
+    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r)))
+  }.getOrElse(registry.get(name).spec)
 
   override def names: Seq[String] = registry.names
 
@@ -35,10 +42,10 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
 
   // A durable State not opened yet in this application is opened from the root of the session
   // (streaming query threads may have no active session, so the default one is asked too).
-  private def find(name: String): State =
+  private def find(name: String, readOnly: Option[Boolean]): State =
     registry.find(name).orElse {
       val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-      session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.open(s, name, r, registry)))
+      session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.open(s, name, r, registry, readOnly)))
     }.getOrElse(registry.get(name))
 }
 

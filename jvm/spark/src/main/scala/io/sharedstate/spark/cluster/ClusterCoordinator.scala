@@ -255,7 +255,9 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     }
   }
 
-  def route(name: String): StateRoute = state(name).route
+  // Where tasks find a State's partitions. A write opens its State on the driver before any task asks,
+  // so a State not open yet is asked for by a read (a fetch join, the SQL function): read-only.
+  def route(name: String): StateRoute = stateForRead(name).route
 
   override def names: Seq[String] = states.keySet.asScala.toSeq.sorted
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.cluster.Coordinator
+import io.sharedstate.spark.cluster.{Coordinator, Incarnations}
 import io.sharedstate.spark.config.{ReadOptions, UpdateOptions}
 import io.sharedstate.spark.rows.StateSchemas
 import io.sharedstate.spark.write.{BulkLoadWrite, UpdateMetrics, UpdateStreamingWrite}
@@ -30,6 +30,7 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
   private val definition: StateSpec = Coordinator.get.specOf(stateName)
   private val schemas = StateSchemas.of(definition)
   @volatile private var writerId: Option[String] = None
+  private var writeIncarnation = -1L // the State's creation this table first wrote to
 
   override def name(): String = s"sharedstate.$stateName"
 
@@ -51,7 +52,13 @@ final case class SharedStateTable(options: CaseInsensitiveStringMap)
 
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val state = Coordinator.get.state(stateName)
-    val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec).copy(incarnation = state.incarnation)
+    // Spark asks for a write per micro-batch of the query: each must still be the State it started with.
+    val planned = synchronized {
+      if (writeIncarnation < 0) writeIncarnation = state.incarnation
+      writeIncarnation
+    }
+    Incarnations.check(stateName, planned, state.incarnation, "writer")
+    val parsed = UpdateOptions.parse(info.options(), info.schema(), state.spec).copy(incarnation = planned)
     val writer = info.queryId()
     writerId = Some(writer)
     new WriteBuilder {

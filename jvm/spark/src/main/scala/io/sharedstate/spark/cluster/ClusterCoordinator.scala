@@ -240,20 +240,14 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
   override def stateForRead(name: String): ClusterStateController =
     Option(states.get(name)).orElse(openDurable(name, readOnly = Some(true))).getOrElse(throw unknown(name))
 
-  override def specOf(name: String): StateSpec = Option(states.get(name)).map(_.spec).orElse {
-    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-    session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r)))
-  }.getOrElse(throw unknown(name))
+  override def specOf(name: String): StateSpec =
+    Option(states.get(name)).map(_.spec).orElse(DurableStates.storedSpec(name)).getOrElse(throw unknown(name))
 
   // A durable State not opened yet in this application is opened from the session's root.
-  private def openDurable(name: String, readOnly: Option[Boolean]): Option[ClusterStateController] = {
-    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-    session.flatMap { s =>
-      DurableStates.root(s, None).flatMap(r =>
-        DurableStates.storedSpec(s, name, r)
-          .map(spec => createDurable(s, spec, r, DurableStates.mode(s, readOnly))))
+  private def openDurable(name: String, readOnly: Option[Boolean]): Option[ClusterStateController] =
+    DurableStates.sessionRoot.flatMap { case (s, r) =>
+      DurableStates.storedSpec(s, name, r).map(spec => createDurable(s, spec, r, DurableStates.mode(s, readOnly)))
     }
-  }
 
   // Where tasks find a State's partitions. A write opens its State on the driver before any task asks,
   // so a State not open yet is asked for by a read (a fetch join, the SQL function): read-only.

@@ -25,10 +25,8 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
 
   override def stateForRead(name: String): StateController = new LocalStateController(find(name, readOnly = Some(true)))
 
-  override def specOf(name: String): StateSpec = registry.find(name).map(_.spec).orElse {
-    val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-    session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.storedSpec(s, name, r)))
-  }.getOrElse(registry.get(name).spec)
+  override def specOf(name: String): StateSpec =
+    registry.find(name).map(_.spec).orElse(DurableStates.storedSpec(name)).getOrElse(registry.get(name).spec)
 
   override def names: Seq[String] = registry.names
 
@@ -40,13 +38,11 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
     override def clusterNode: Option[ClusterNode] = None
   }
 
-  // A durable State not opened yet in this application is opened from the root of the session
-  // (streaming query threads may have no active session, so the default one is asked too).
+  // A durable State not opened yet in this application is opened from the root of the session.
   private def find(name: String, readOnly: Option[Boolean]): State =
-    registry.find(name).orElse {
-      val session = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
-      session.flatMap(s => DurableStates.root(s, None).flatMap(r => DurableStates.open(s, name, r, registry, readOnly)))
-    }.getOrElse(registry.get(name))
+    registry.find(name).orElse(DurableStates.sessionRoot.flatMap { case (s, r) =>
+      DurableStates.open(s, name, r, registry, readOnly)
+    }).getOrElse(registry.get(name))
 }
 
 private[sharedstate] object LocalCoordinator {

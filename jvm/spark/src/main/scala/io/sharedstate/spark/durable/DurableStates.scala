@@ -43,6 +43,16 @@ private[sharedstate] object DurableStates extends Logging {
     explicit.map(_.trim).filter(_.nonEmpty).orElse(SharedStateConf.Root.read(spark))
 
   /**
+   * The session a State not open yet is looked for from, with its root: the active session, else the
+   * default one (streaming query threads may have no active session). None without a root.
+   */
+  def sessionRoot: Option[(SparkSession, String)] =
+    SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession).flatMap(s => root(s, None).map(s -> _))
+
+  /** The definition stored for State `name` under the session's root, if its tables exist there. */
+  def storedSpec(name: String): Option[StateSpec] = sessionRoot.flatMap { case (s, r) => storedSpec(s, name, r) }
+
+  /**
    * What write tasks of `state` need to log their updates, when the State is durable. A write to a
    * read-only State fails here, before any task runs.
    */

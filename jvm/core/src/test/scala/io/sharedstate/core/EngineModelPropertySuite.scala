@@ -4,7 +4,6 @@ import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
 import io.sharedstate.core.row.{BinaryRow, ValueType}
 import io.sharedstate.core.rules.{ConcatRule, UpdateRule}
 import java.util.concurrent.CompletableFuture
-import org.scalacheck.Gen
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatestplus.scalacheck.ScalaCheckPropertyChecks
 import scala.collection.mutable
@@ -131,7 +130,10 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
 
   test("engine answers equal the reference model on random interleavings of every operation") {
     var compactedTotal = 0L
-    forAll(Gen.choose(Long.MinValue, Long.MaxValue)) { seed =>
+    // Fixed seeds: a failure is reproducible from its `seed=` and the generator-strength check below
+    // cannot flake (a random draw of 200 seeds once compacted fewer than 100 pairs).
+    val seeds = { val r = new Random(20261124L); Seq.fill(runs)(r.nextLong()) }
+    seeds.foreach { seed =>
       val rnd = new Random(seed)
       val rule = Seq(Replace, Concat, Sum, Append)(rnd.nextInt(4))
       val compaction = if (rnd.nextInt(4) == 0) "none" else "keep_latest"

@@ -64,21 +64,36 @@ def view_records(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
     return list(frame["ad_id"]), values
 
 
-def feed(produce: Callable[..., int], work: Workload, pace_s: float) -> list[threading.Thread]:
+def feed(
+    produce: Callable[..., int],
+    work: Workload,
+    pace_s: float,
+    updates_topic: str = UPDATES_TOPIC,
+    views_topic: str = VIEWS_TOPIC,
+) -> list[threading.Thread]:
     """Two threads that produce the workload's update and view batches, one batch per `pace_s`
-    seconds each, in arrival order: a live feed. `produce(topic, values, keys=...)`."""
+    seconds each, in arrival order: a live feed. `produce(topic, values, keys=...)`. A thread that
+    fails keeps its exception in `.error` (the caller's wait sees the topic stop growing)."""
 
     def run(topic: str, frames: list[pd.DataFrame], records) -> None:
+        try:
+            _produce_all(topic, frames, records)
+        except BaseException as e:  # reported through the thread, which the caller joins
+            threading.current_thread().error = e
+            raise
+
+    def _produce_all(topic: str, frames: list[pd.DataFrame], records) -> None:
         for frame in frames:
             keys, values = records(frame)
             produce(topic, values, keys=keys)
             time.sleep(pace_s)
 
     threads = [
-        threading.Thread(target=run, args=(UPDATES_TOPIC, work.update_batches, update_records), daemon=True),
-        threading.Thread(target=run, args=(VIEWS_TOPIC, work.event_batches, view_records), daemon=True),
+        threading.Thread(target=run, args=(updates_topic, work.update_batches, update_records), daemon=True),
+        threading.Thread(target=run, args=(views_topic, work.event_batches, view_records), daemon=True),
     ]
     for t in threads:
+        t.error = None
         t.start()
     return threads
 

@@ -70,7 +70,7 @@ class Run:
         if self.sink == "kafka":
             return demo.enriched_from_kafka(self.spark, self.kafka.bootstrap, self.topics["enriched"])
         delta = self.workdir / "enriched"
-        if not (delta / "_delta_log").is_dir():
+        if not any((delta / "_delta_log").glob("*.json")):  # no commit yet (the log directory comes first)
             return pd.DataFrame(columns=["event_id"])
         frame = self.spark.read.format("delta").load(str(delta)).toPandas()
         return frame.rename(columns={self.state.time_column: "value_time"})
@@ -83,7 +83,7 @@ class Run:
             check_running(*self.queries)
             return self.distinct_output() >= n
 
-        wait_until(reached, timeout=300, what=what, interval=1)
+        wait_until(reached, timeout=300, what=what, interval=2)
 
     def finish(self, feeders) -> pd.DataFrame:
         for t in feeders:

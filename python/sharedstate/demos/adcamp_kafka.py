@@ -238,7 +238,9 @@ def _rows_written(spark: SparkSession, sink: str, bootstrap: str, delta_path: Pa
     if sink == "kafka":
         topic = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
         return topic.option("subscribe", ENRICHED_TOPIC).load().select("key").distinct().count()  # at-least-once
-    return spark.read.format("delta").load(str(delta_path)).count() if (delta_path / "_delta_log").is_dir() else 0
+    if not any((delta_path / "_delta_log").glob("*.json")):  # no commit yet
+        return 0
+    return spark.read.format("delta").load(str(delta_path)).count()
 
 
 def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], create_topic) -> int:

@@ -139,6 +139,7 @@ def test_restart_mid_stream_writes_each_view_once_into_delta(spark, kafka, workd
     run = Run(spark, kafka, workdir, state_name, seed=31, sink="delta")
     got = run.finish(_restart_mid_stream(run))
     assert len(got) == len(run.work.events), f"{len(got) - got['event_id'].nunique()} duplicate rows in Delta"
+    assert run.state.progress()["updates_rejected"] == 0, "the restarted writer re-staged its stopped batch, none late"
     assert got["event_id"].is_unique
     pd.testing.assert_frame_equal(comparable(got, "value_time"), run.expected(), check_dtype=False)
 
@@ -154,3 +155,4 @@ def test_restart_mid_stream_loses_no_view_in_kafka(spark, kafka, workdir, state_
     # ... and every view is there, with the answer of the offline as-of join
     once = comparable(got.drop_duplicates("event_id"), "value_time")
     pd.testing.assert_frame_equal(once, run.expected(), check_dtype=False)
+    assert run.state.progress()["updates_rejected"] == 0

@@ -101,6 +101,7 @@ def test_a_resolution_is_recorded_and_redone_only_when_a_jar_is_gone(tmp_path, m
     jar.write_bytes(b"jar")
     runs = []
     monkeypatch.setenv("SHAREDSTATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SHAREDSTATE_IVY_DIR", raising=False)  # (the Makefile exports one)
     monkeypatch.setattr(_packages, "_resolve_with_spark_submit", lambda request: runs.append(request) or [jar])
 
     assert _packages.resolve(["io.delta:delta-spark_4.2_2.13:4.4.0"]) == [jar]

@@ -26,13 +26,18 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def kafka():
+def kafka(spark):
     """One local Kafka broker (KRaft, 127.0.0.1) for the run, started by the first test that asks;
     tests use their own topics."""
     from sharedstate.testing.kafka import KafkaBroker
 
     with KafkaBroker() as broker:
         yield broker
+        # Spark keeps its Kafka producers until it stops, after this broker: no reconnect warnings
+        jvm = spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.kafka.clients.NetworkClient", jvm.org.apache.logging.log4j.Level.ERROR
+        )
 
 
 @pytest.fixture

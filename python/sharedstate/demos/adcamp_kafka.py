@@ -321,6 +321,12 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
         f"Check against the offline as-of join over the whole update history: "
         f"{'all ' + str(len(got)) + ' views match' if ok else 'MISMATCH'}"
     )
+    # Spark keeps its Kafka producers until the JVM exits, after the broker has stopped: their
+    # reconnect warnings would end the demo's output
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.kafka.clients.NetworkClient", jvm.org.apache.logging.log4j.Level.ERROR
+    )
     spark.stop()
     return 0 if ok else 1
 

@@ -20,7 +20,7 @@ class SharedStateStoreAggregationSuite extends StreamingAggregationSuite with Sh
     "SPARK-35896: metrics in StateOperatorProgress are output correctly"
   )
 
-  override protected def excluded: Map[String, String] = Map(
+  override protected def notApplicable: Map[String, String] = Map(
     "simple count, update mode - recovery from checkpoint uses state format version 1" ->
       "restores a checkpoint written by Spark 2.3's HDFS provider (its .delta files); a provider reads its own files")
 }

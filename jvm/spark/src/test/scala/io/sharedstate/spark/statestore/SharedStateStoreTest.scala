@@ -11,7 +11,7 @@ import org.scalatest.Tag
  * in place of Spark's providers (as Spark's own `RocksDBStateStoreTest` does for RocksDB): the
  * session's provider is ours, and a test that asks for a provider (Spark's join suites run each
  * test on HDFS and on RocksDB) gets ours instead. Tests whose name starts with none of `selected`
- * are not registered; those in `excluded` are registered as ignored, with the reason.
+ * are not registered; those in `notApplicable` are registered as ignored, with the reason.
  */
 trait SharedStateStoreTest extends StreamTest {
 
@@ -19,7 +19,7 @@ trait SharedStateStoreTest extends StreamTest {
   protected def selected: Seq[String]
 
   /** Tests matching `selected` that do not apply, with the reason (a def: tests register in the constructor). */
-  protected def excluded: Map[String, String] = Map.empty
+  protected def notApplicable: Map[String, String] = Map.empty
 
   private val ProviderKey = SQLConf.STATE_STORE_PROVIDER_CLASS.key
   private val Provider = classOf[SharedStateStoreProvider].getName
@@ -27,7 +27,7 @@ trait SharedStateStoreTest extends StreamTest {
   override protected def sparkConf: SparkConf = super.sparkConf.set(ProviderKey, Provider)
 
   override protected def test(testName: String, testTags: Tag*)(testFun: => Any)(implicit pos: Position): Unit =
-    if (excluded.contains(testName)) super.ignore(s"$testName (SharedStateStoreProvider)", testTags: _*)(testFun)
+    if (notApplicable.contains(testName)) super.ignore(s"$testName (SharedStateStoreProvider)", testTags: _*)(testFun)
     else if (selected.exists(testName.startsWith))
       super.test(s"$testName (SharedStateStoreProvider)", testTags: _*) {
         withSQLConf(ProviderKey -> Provider) {

@@ -43,7 +43,6 @@ class SharedStateStoreFlatMapGroupsWithStateSuite extends FlatMapGroupsWithState
 class SharedStateStoreJoinSuite extends StreamingInnerJoinWithoutVCFSuite with SharedStateStoreTest {
   override protected def selected: Seq[String] = Seq(
     "stream stream inner join on non-time column",
-    "stream stream inner join on windows - with watermark",
-    "stream stream inner join with time range - with watermark - two side conditions"
+    "stream stream inner join on windows - with watermark"
   )
 }

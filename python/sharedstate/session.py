@@ -11,6 +11,10 @@ from sharedstate import _packages
 from sharedstate._jars import DELTA_COORDINATE, SPARK_PROVIDED_EXCLUDES, conf_file, plugin_jar
 
 PLUGIN_CLASS = "io.sharedstate.spark.SharedStatePlugin"
+# Spark's stateful operators (aggregations, dropDuplicates, (flat)mapGroupsWithState, stream-stream
+# joins) keep their state in sharedstate's store provider (docs/statestore.md).
+STATE_STORE_PROVIDER = "io.sharedstate.spark.statestore.SharedStateStoreProvider"
+STATE_STORE_PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 
 def _defaults() -> dict[str, str]:
@@ -35,7 +39,9 @@ def _split(value: Any) -> list[str]:
     return [p.strip() for p in str(value or "").split(",") if p.strip()]
 
 
-def configure(builder: SparkSession.Builder, packages: Iterable[str] = (), **conf: Any) -> SparkSession.Builder:
+def configure(
+    builder: SparkSession.Builder, packages: Iterable[str] = (), state_store: bool = False, **conf: Any
+) -> SparkSession.Builder:
     """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder.
 
     ``packages``: more Maven coordinates (group:artifact:version) to put on the class path, such as
@@ -43,7 +49,11 @@ def configure(builder: SparkSession.Builder, packages: Iterable[str] = (), **con
     joins them. They and Delta are resolved once into the cache (``$SHAREDSTATE_CACHE``, by default
     ``~/.cache/sharedstate``) and the JVM starts with the resolved files in ``spark.jars``, so a start
     runs no Ivy resolution and prints nothing (a ``spark.jars.packages`` already set on the builder
-    is left to Spark, which resolves it at every start). Settings passed here win over the defaults. Call
+    is left to Spark, which resolves it at every start).
+
+    ``state_store=True`` makes Spark's stateful operators keep their state in sharedstate's state
+    store provider (``spark.sql.streaming.stateStore.providerClass``; a query restarted from a
+    checkpoint keeps the provider it started with). Settings passed here win over the defaults. Call
     before the first ``getOrCreate()`` of the process: jars are fixed when the JVM starts.
     """
     existing = builder._options  # what the caller already set
@@ -68,6 +78,8 @@ def configure(builder: SparkSession.Builder, packages: Iterable[str] = (), **con
     log_conf = conf_file("log4j2.properties")
     if log_conf is not None and "spark.driver.extraJavaOptions" not in existing:
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    if state_store:
+        settings[STATE_STORE_PROVIDER_KEY] = STATE_STORE_PROVIDER
     settings.update({k: str(v) for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -75,12 +87,17 @@ def configure(builder: SparkSession.Builder, packages: Iterable[str] = (), **con
 
 
 def session(
-    app_name: str = "sharedstate", master: str = "local[*]", packages: Iterable[str] = (), **conf: Any
+    app_name: str = "sharedstate",
+    master: str = "local[*]",
+    packages: Iterable[str] = (),
+    state_store: bool = False,
+    **conf: Any,
 ) -> SparkSession:
     """A ready SparkSession: local Spark (the embedded default) with the plugin and Delta.
 
-    ``packages`` adds Maven coordinates, resolved once like Delta (see ``configure``). Extra Spark
-    settings go in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
+    ``packages`` adds Maven coordinates, resolved once like Delta; ``state_store=True`` keeps the
+    state of Spark's stateful operators in sharedstate (see ``configure``). Extra Spark settings go
+    in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
     """
     builder = SparkSession.builder.appName(app_name).master(master)
-    return configure(builder, packages, **conf).getOrCreate()
+    return configure(builder, packages, state_store=state_store, **conf).getOrCreate()

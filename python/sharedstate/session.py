@@ -17,6 +17,10 @@ from sharedstate._jars import (
 )
 
 PLUGIN_CLASS = "io.sharedstate.spark.SharedStatePlugin"
+# Spark's stateful operators (aggregations, dropDuplicates, (flat)mapGroupsWithState, stream-stream
+# joins) keep their state in sharedstate's store provider (docs/statestore.md).
+STATE_STORE_PROVIDER = "io.sharedstate.spark.statestore.SharedStateStoreProvider"
+STATE_STORE_PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 
 def _defaults() -> dict[str, str]:
@@ -42,7 +46,11 @@ def _split(value: Any) -> list[str]:
 
 
 def configure(
-    builder: SparkSession.Builder, packages: Iterable[str] = (), kafka: bool = False, **conf: Any
+    builder: SparkSession.Builder,
+    packages: Iterable[str] = (),
+    kafka: bool = False,
+    state_store: bool = False,
+    **conf: Any,
 ) -> SparkSession.Builder:
     """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder;
     with ``kafka=True`` also Spark's Kafka connector (``format("kafka")``, docs/kafka.md).
@@ -52,7 +60,11 @@ def configure(
     joins them. They and Delta are resolved once into the cache (``$SHAREDSTATE_CACHE``, by default
     ``~/.cache/sharedstate``) and the JVM starts with the resolved files in ``spark.jars``, so a start
     runs no Ivy resolution and prints nothing (a ``spark.jars.packages`` already set on the builder
-    is left to Spark, which resolves it at every start). Settings passed here win over the defaults. Call
+    is left to Spark, which resolves it at every start).
+
+    ``state_store=True`` makes Spark's stateful operators keep their state in sharedstate's state
+    store provider (``spark.sql.streaming.stateStore.providerClass``; a query restarted from a
+    checkpoint keeps the provider it started with). Settings passed here win over the defaults. Call
     before the first ``getOrCreate()`` of the process: jars are fixed when the JVM starts.
     """
     existing = builder._options  # what the caller already set
@@ -78,6 +90,8 @@ def configure(
     log_conf = conf_file("log4j2.properties")
     if log_conf is not None and "spark.driver.extraJavaOptions" not in existing:
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_conf}"
+    if state_store:
+        settings[STATE_STORE_PROVIDER_KEY] = STATE_STORE_PROVIDER
     settings.update({k: str(v) for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -89,13 +103,15 @@ def session(
     master: str = "local[*]",
     packages: Iterable[str] = (),
     kafka: bool = False,
+    state_store: bool = False,
     **conf: Any,
 ) -> SparkSession:
     """A ready SparkSession: local Spark (the embedded default) with the plugin and Delta, and with
     ``kafka=True`` Spark's Kafka source and sink (spark-sql-kafka-0-10, resolved like Delta).
 
-    ``packages`` adds Maven coordinates, resolved once like Delta (see ``configure``). Extra Spark
-    settings go in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
+    ``packages`` adds Maven coordinates, resolved once like Delta; ``state_store=True`` keeps the
+    state of Spark's stateful operators in sharedstate (see ``configure``). Extra Spark settings go
+    in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
     """
     builder = SparkSession.builder.appName(app_name).master(master)
-    return configure(builder, packages, kafka=kafka, **conf).getOrCreate()
+    return configure(builder, packages, kafka=kafka, state_store=state_store, **conf).getOrCreate()

@@ -38,8 +38,9 @@ def produce(spark: SparkSession, workdir: Path, bootstrap: str) -> None:
     """Each frame's rows into its topic in file order (one partition: the topic keeps that order)."""
     for topic in ("updates", "events"):
         frame = spark.read.parquet(str(workdir / f"{topic}.parquet"))
+        record = F.to_json(F.struct(*[c for c in frame.columns if c != "seq"]), JSON_TIME)
         (
-            frame.select(F.to_json(F.struct(*[c for c in frame.columns if c != "seq"]), JSON_TIME).alias("value"), "seq")
+            frame.select(record.alias("value"), "seq")
             .repartition(1)
             .sortWithinPartitions("seq")
             .select("value")

@@ -13,10 +13,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-fast jar package-jar venv system-deps docker-deps bench-deps bench-adcamp clean
+.PHONY: demo demo-kafka test test-fast jar package-jar venv system-deps docker-deps bench-deps bench-adcamp clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
+
+# AdCamp with its streams in Kafka topics, on a local broker (KRaft, Kafka's jars from Maven Central,
+# 127.0.0.1 only) that the demo starts and stops; it prints where the enriched views are.
+demo-kafka: jar
+	$(PY) -m sharedstate.demos.adcamp_kafka --out $(ROOT)/demo-output-kafka $(DEMO_ARGS)
 
 # Every JVM and Python test, slow integration tests included (CI runs exactly this), after the
 # lint and formatting checks (ruff for Python, fails fast; scalafmt, `bin/sbt scalafmtAll` fixes);

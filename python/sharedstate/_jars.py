@@ -12,6 +12,8 @@ JAR_NAME = f"sharedstate-spark_2.13-{__version__}.jar"
 MAVEN_COORDINATE = f"io.sharedstate:sharedstate-spark_2.13:{__version__}"
 # delta-spark 4.4.1 is the Python package; its JVM artifact for Spark 4.2 on Maven Central is 4.4.0.
 DELTA_COORDINATE = "io.delta:delta-spark_4.2_2.13:4.4.0"
+# Spark's own Kafka source and sink (format "kafka"), of the Spark release pyspark is.
+KAFKA_CONNECTOR_COORDINATE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 # Delta's transitive dependencies that Spark 4.2.0 already ships (newer): Spark's copies win on the
 # class path anyway, so resolving Delta's older ones would only download and ship dead jars.
 SPARK_PROVIDED_EXCLUDES = ",".join(

@@ -7,7 +7,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sharedstate._jars import DELTA_COORDINATE, SPARK_PROVIDED_EXCLUDES, conf_file, plugin_jar
+from sharedstate._jars import (
+    DELTA_COORDINATE,
+    KAFKA_CONNECTOR_COORDINATE,
+    SPARK_PROVIDED_EXCLUDES,
+    conf_file,
+    plugin_jar,
+)
 
 PLUGIN_CLASS = "io.sharedstate.spark.SharedStatePlugin"
 
@@ -30,8 +36,9 @@ def _append(existing: str | None, item: str) -> str:
     return ",".join(parts if item in parts else parts + [item])
 
 
-def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builder:
-    """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder.
+def configure(builder: SparkSession.Builder, kafka: bool = False, **conf: Any) -> SparkSession.Builder:
+    """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder;
+    with ``kafka=True`` also Spark's Kafka connector (``format("kafka")``, docs/kafka.md).
 
     Settings passed here win over the defaults. Call before the first ``getOrCreate()`` of the
     process: jars are fixed when the JVM starts.
@@ -40,6 +47,8 @@ def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builde
     settings: dict[str, str] = {k: v for k, v in _defaults().items() if k not in existing}
     settings["spark.jars"] = _append(existing.get("spark.jars"), str(plugin_jar()))
     settings["spark.jars.packages"] = _append(existing.get("spark.jars.packages"), DELTA_COORDINATE)
+    if kafka:
+        settings["spark.jars.packages"] = _append(settings["spark.jars.packages"], KAFKA_CONNECTOR_COORDINATE)
     if "spark.jars.excludes" not in existing:
         settings["spark.jars.excludes"] = SPARK_PROVIDED_EXCLUDES
     # (the plugin's own session extensions load from the jar through ServiceLoader)
@@ -61,10 +70,11 @@ def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builde
     return builder
 
 
-def session(app_name: str = "sharedstate", master: str = "local[*]", **conf: Any) -> SparkSession:
-    """A ready SparkSession: local Spark (the embedded default) with the plugin and Delta.
+def session(app_name: str = "sharedstate", master: str = "local[*]", kafka: bool = False, **conf: Any) -> SparkSession:
+    """A ready SparkSession: local Spark (the embedded default) with the plugin and Delta, and with
+    ``kafka=True`` Spark's Kafka source and sink (spark-sql-kafka-0-10, resolved like Delta).
 
     Extra Spark settings go in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
     """
     builder = SparkSession.builder.appName(app_name).master(master)
-    return configure(builder, **conf).getOrCreate()
+    return configure(builder, kafka=kafka, **conf).getOrCreate()

@@ -17,11 +17,22 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def spark():
     # local[4]: two concurrent micro-batch queries plus headroom, on the 2-core CI machine.
-    session = ss.session("sharedstate-tests", master="local[4]", **{"spark.sql.shuffle.partitions": "2"})
+    # kafka=True: Spark's Kafka connector for test_kafka_*, fixed when the JVM starts.
+    session = ss.session("sharedstate-tests", master="local[4]", kafka=True, **{"spark.sql.shuffle.partitions": "2"})
     yield session
     for query in session.streams.active:
         query.stop()
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka():
+    """One local Kafka broker (KRaft, 127.0.0.1) for the run, started by the first test that asks;
+    tests use their own topics."""
+    from sharedstate.testing.kafka import KafkaBroker
+
+    with KafkaBroker() as broker:
+        yield broker
 
 
 @pytest.fixture

@@ -9,11 +9,16 @@ JAR := jvm/spark/target/scala-2.13/sharedstate-spark_2.13-$(VERSION).jar
 PKG_JAR_DIR := python/sharedstate/jars
 export SHAREDSTATE_CACHE ?= $(ROOT)/.cache
 export SHAREDSTATE_IVY_DIR ?= $(SHAREDSTATE_CACHE)/ivy
+# The file repository `spark/publish` writes the plugin's pom and jar into (Maven layout), for
+# `spark-submit --repositories file://<that directory> --packages ...`; tests read it from here.
+export SHAREDSTATE_LOCAL_REPOSITORY ?= $(ROOT)/target/repo
+# pip's downloads and built wheels (pyspark is an sdist), reused by the wheel test's fresh virtualenv.
+export PIP_CACHE_DIR ?= $(SHAREDSTATE_CACHE)/pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar venv system-deps docker-deps bench-deps bench-adcamp clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -29,7 +34,7 @@ demo-kafka: jar
 test: system-deps docker-deps venv bench-deps
 	$(PY) -m ruff check python it benchmarks
 	$(PY) -m ruff format --check python it benchmarks
-	bin/sbt "scalafmtCheckAll; scalafmtSbtCheck; bench/scalafmtCheckAll; test; spark/assembly; spark/publishM2" < /dev/null
+	bin/sbt "scalafmtCheckAll; scalafmtSbtCheck; bench/scalafmtCheckAll; test; spark/assembly; spark/publish" < /dev/null
 	$(MAKE) --no-print-directory package-jar
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -38,7 +43,7 @@ test-fast:
 	$(MAKE) test PYTEST_ARGS='-m "not slow"'
 
 jar: system-deps venv
-	bin/sbt "spark/assembly; spark/publishM2" < /dev/null
+	bin/sbt "spark/assembly; spark/publish" < /dev/null
 	$(MAKE) --no-print-directory package-jar
 
 # The assembly goes inside the Python package, with the default confs.
@@ -47,6 +52,12 @@ package-jar:
 	rm -f $(PKG_JAR_DIR)/*.jar
 	cp $(JAR) $(PKG_JAR_DIR)/
 	cp conf/spark-defaults.conf conf/log4j2.properties python/sharedstate/conf/
+
+# A wheel a user can `pip install dist/sharedstate-<version>-py3-none-any.whl` (PEP 517, setuptools):
+# the plugin jar and the default confs inside; pyspark and delta-spark come as its dependencies.
+wheel: jar
+	rm -f dist/sharedstate-$(VERSION)-*.whl
+	$(PY) -m build --wheel --outdir dist .
 
 venv: $(VENV)/.installed
 
@@ -104,4 +115,4 @@ bench-deps: venv
 
 clean:
 	bin/sbt clean < /dev/null
-	rm -rf $(PKG_JAR_DIR) python/sharedstate/conf demo-output
+	rm -rf $(PKG_JAR_DIR) python/sharedstate/conf demo-output dist build

@@ -110,8 +110,16 @@ lazy val spark = (project in file("jvm/spark"))
     Compile / packageBin := assembly.value,
     Compile / packageDoc / publishArtifact := false,
     Compile / packageSrc / publishArtifact := false,
-    // Re-running `make` republishes the same version into the local Maven repository.
-    publishM2Configuration := publishM2Configuration.value.withOverwrite(true),
+    // `spark/publish` writes the pom and the jar, Maven layout, into a file repository the build owns
+    // (target/repo at the root, never ~/.m2): `spark-submit --repositories file://<root>/target/repo
+    // --packages io.sharedstate:sharedstate-spark_2.13:<version>` resolves it, Delta from Maven Central.
+    // Re-running `make` republishes the same version.
+    publishTo := Some(
+      Resolver.file("sharedstate-file-repository", (ThisBuild / baseDirectory).value / "target" / "repo")(
+        Resolver.mavenStylePatterns
+      )
+    ),
+    publishConfiguration := publishConfiguration.value.withOverwrite(true),
     pomPostProcess := { node =>
       import scala.xml._
       import scala.xml.transform._

@@ -10,6 +10,10 @@ from sharedstate._version import __version__
 PACKAGE_DIR = Path(__file__).resolve().parent
 JAR_NAME = f"sharedstate-spark_2.13-{__version__}.jar"
 MAVEN_COORDINATE = f"io.sharedstate:sharedstate-spark_2.13:{__version__}"
+# The file repository (Maven layout) the build publishes the plugin's pom and jar into (`make jar`):
+# `spark-submit --repositories file://<it> --packages <MAVEN_COORDINATE>`. $SHAREDSTATE_LOCAL_REPOSITORY
+# (the Makefile exports it), or target/repo at the root of the checkout this package lives in.
+LOCAL_REPOSITORY = Path(os.environ.get("SHAREDSTATE_LOCAL_REPOSITORY") or PACKAGE_DIR.parents[1] / "target" / "repo")
 # delta-spark 4.4.1 is the Python package; its JVM artifact for Spark 4.2 on Maven Central is 4.4.0.
 DELTA_COORDINATE = "io.delta:delta-spark_4.2_2.13:4.4.0"
 # Spark's own Kafka source and sink (format "kafka"), of the Spark release pyspark is.

@@ -192,15 +192,17 @@ __all__ = ["Containers", "KafkaBroker", "StandaloneCluster", "docker_problem", "
 
 def spark_submit_command(cluster: StandaloneCluster, app: Path, *args: str, conf: dict[str, str]) -> list[str]:
     """spark-submit (the host's pyspark) of `app` to the cluster, the driver on the host: the plugin
-    and Kafka's connector by --packages (Delta comes in as the plugin's dependency), the plugin and
-    Delta switched on by --conf as a user's own submission does."""
-    from sharedstate._jars import MAVEN_COORDINATE
+    from the build's file repository and Kafka's connector by --packages (Delta comes from Maven
+    Central as the plugin's dependency), the plugin and Delta switched on by --conf as a user's own
+    submission does (docs/deployment.md)."""
+    from sharedstate._jars import KAFKA_CONNECTOR_COORDINATE, LOCAL_REPOSITORY, MAVEN_COORDINATE
 
     settings = {
         "spark.authenticate": "true",
         "spark.authenticate.secret": cluster.secret,
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{ROOT / 'conf/log4j2.properties'}",
         "spark.executor.cores": "2",
         "spark.executor.memory": "1g",
         "spark.cores.max": "4",
@@ -218,25 +220,35 @@ def spark_submit_command(cluster: StandaloneCluster, app: Path, *args: str, conf
         "spark.pyspark.driver.python": sys.executable,
         **conf,
     }
+    published = LOCAL_REPOSITORY / "io/sharedstate/sharedstate-spark_2.13"
+    assert any(published.glob("*/*.pom")), f"the build publishes the plugin to {LOCAL_REPOSITORY} (make jar does)"
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master",
         cluster.master_url,
         "--deploy-mode",
         "client",
+        "--repositories",
+        LOCAL_REPOSITORY.as_uri(),
         "--packages",
-        f"{MAVEN_COORDINATE},{KAFKA_CONNECTOR}",
+        f"{MAVEN_COORDINATE},{KAFKA_CONNECTOR_COORDINATE}",
     ]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(app), *args]
 
 
-KAFKA_CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+def fresh_plugin_in(ivy: Path) -> None:
+    """Drops the plugin from an Ivy cache: its version stays the same across builds, so a cached jar
+    could be an older build's (Delta and the connector stay cached)."""
+    shutil.rmtree(ivy / "cache" / "io.sharedstate", ignore_errors=True)
+    for stale in (ivy / "jars").glob("io.sharedstate_*"):
+        stale.unlink()
 
 
-def driver_env() -> dict[str, str]:
-    """The host driver's environment: the checkout's Python package on the path, no inherited submit args."""
+def driver_env(home: Path) -> dict[str, str]:
+    """The host driver's environment: the checkout's Python package on the path, no inherited submit
+    args, and `home` as the JVM's user.home (Spark's Ivy looks in ~/.m2 first: nothing may come from there)."""
     import pyspark
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_SUBMIT_ARGS", "SHAREDSTATE_JAR")}
@@ -245,5 +257,6 @@ def driver_env() -> dict[str, str]:
         PYSPARK_DRIVER_PYTHON=sys.executable,
         PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT / "it/apps"), env.get("PYTHONPATH", "")]),
         PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+        SPARK_SUBMIT_OPTS=f"-Duser.home={home}",
     )
     return env

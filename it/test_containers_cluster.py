@@ -1,6 +1,7 @@
 """A Spark standalone cluster in containers (one master, two workers, spark.authenticate on) and a
 Kafka broker in a container, from the images it/images/build.py builds locally; the driver is
-spark-submit on the host (client mode), with the plugin and Kafka's connector by --packages.
+spark-submit on the host (client mode), with the plugin (from the build's file repository, no ~/.m2)
+and Kafka's connector by --packages, Delta from Maven Central as the plugin's dependency.
 
 Why the driver on the host: it is the client machine of a real deployment (the user's spark-submit),
 the test reads what it records directly, and the "driver restart" is a new process there; everything
@@ -34,6 +35,7 @@ from containers import (
     docker_problem,
     driver_env,
     ensure_images,
+    fresh_plugin_in,
     spark_submit_command,
 )
 from sharedstate.testing.adcamp import (
@@ -73,18 +75,25 @@ def deployment(images, shared):
         containers.remove_all()
 
 
-def ivy_conf(tmp: Path) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def submit(shared):
+    """spark-submit's Ivy settings and the driver's environment (a home with no ~/.m2)."""
     cache = os.environ.get("SHAREDSTATE_CACHE")
-    return {"spark.jars.ivy": str(Path(cache) / "ivy-containers") if cache else str(tmp / "ivy")}
+    ivy = Path(cache) / "ivy-containers" if cache else shared / "ivy"
+    fresh_plugin_in(ivy)
+    home = shared / "home"
+    home.mkdir()
+    return {"spark.jars.ivy": str(ivy)}, driver_env(home)
 
 
 @pytest.mark.slow
-def test_an_executor_state_service_refuses_a_client_without_the_secret(deployment, shared):
+def test_an_executor_state_service_refuses_a_client_without_the_secret(deployment, shared, submit):
     cluster, _ = deployment
+    ivy, env = submit
     out = shared / "security"
     out.mkdir()
-    command = spark_submit_command(cluster, APPS / "containers_security_app.py", str(out), conf=ivy_conf(shared))
-    result = subprocess.run(command, env=driver_env(), cwd=out, capture_output=True, text=True, timeout=900)
+    command = spark_submit_command(cluster, APPS / "containers_security_app.py", str(out), conf=ivy)
+    result = subprocess.run(command, env=env, cwd=out, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0 and "CONTAINERS-SECURITY-APP-OK" in result.stdout, result.stderr[-8000:]
     records = json.loads((out / "records.json").read_text())
     assert "driver" not in records["hosts"] and len(set(records["hosts"])) == 2, records["hosts"]
@@ -113,8 +122,9 @@ def in_topic_order(batches: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_kill_of_a_worker_container_and_a_driver_restart_equal_the_oracle(deployment, shared):
+def test_kill_of_a_worker_container_and_a_driver_restart_equal_the_oracle(deployment, shared, submit):
     cluster, kafka = deployment
+    ivy, env = submit
     workdir = shared / "adcamp"
     workdir.mkdir()
     work = make_workload(seed=23, keys=15, changes_per_key=8, events=500, late_fraction=0.0)
@@ -124,13 +134,13 @@ def test_kill_of_a_worker_container_and_a_driver_restart_equal_the_oracle(deploy
     accepted = accepted_updates(work)
     expected = oracle(work.events, accepted, time_column="value_time")
     probes = [str(pd.Timestamp(s, unit="s")) for s in (60, 300, 599)]
-    conf = {"spark.sharedstate.root": str(workdir / "root"), **ivy_conf(shared)}
+    conf = {"spark.sharedstate.root": str(workdir / "root"), **ivy}
     args = (str(workdir), kafka.bootstrap, str(len(expected)), json.dumps(probes))
     command = spark_submit_command(cluster, APPS / "containers_adcamp_app.py", *args, conf=conf)
 
     log = workdir / "driver.log"
     with log.open("w") as sink:
-        app = subprocess.Popen(command, env=driver_env(), cwd=workdir, stdout=sink, stderr=subprocess.STDOUT)
+        app = subprocess.Popen(command, env=env, cwd=workdir, stdout=sink, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 900
         started = workdir / "started.json"
@@ -180,7 +190,7 @@ def test_kill_of_a_worker_container_and_a_driver_restart_equal_the_oracle(deploy
     cluster.replace_worker(0)
     (workdir / "final.json").unlink()
     (workdir / "started.json").unlink()
-    again = subprocess.run(command, env=driver_env(), cwd=workdir, capture_output=True, text=True, timeout=900)
+    again = subprocess.run(command, env=env, cwd=workdir, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-8000:]
     reopened = json.loads((workdir / "final.json").read_text())
     assert reopened["app_id"] != final["app_id"]

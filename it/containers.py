@@ -1,5 +1,5 @@
 """Containers for the it/test_containers_*.py tests (testcontainers-python): a Spark standalone
-cluster (one master, N workers) and a Kafka broker, from the images it/images/build.py makes.
+cluster (one master, N workers) and a Kafka broker, from the images it/images/build_images.py makes.
 
 Every container runs on the host network and binds 127.0.0.1 only (SPARK_MASTER_HOST,
 SPARK_LOCAL_IP, explicit ports picked free on the host), so the driver on the host, the executors in
@@ -25,7 +25,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "it/images"))
 
-from build import ensure_images  # noqa: E402
+from build_images import ensure_images  # noqa: E402
 
 DOCKER_HELP = (
     "the container tests need a working Docker daemon: `make docker-deps` installs docker.io and "

@@ -1,5 +1,5 @@
 """A Spark standalone cluster in containers (one master, two workers, spark.authenticate on) and a
-Kafka broker in a container, from the images it/images/build.py builds locally; the driver is
+Kafka broker in a container, from the images it/images/build_images.py builds locally; the driver is
 spark-submit on the host (client mode), with the plugin (from the build's file repository, no ~/.m2)
 and Kafka's connector by --packages, Delta from Maven Central as the plugin's dependency.
 

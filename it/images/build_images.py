@@ -14,7 +14,7 @@ tags in the daemon) and builds nothing; a changed input builds that image and th
 Layers are made with `docker run` + `docker commit` (the daemon needs no BuildKit), on the host
 network (apt and pip reach their registries as the host does).
 
-usage: python it/images/build.py [spark|kafka ...]   (prints the tags; default: both)
+usage: python it/images/build_images.py [spark|kafka ...]   (prints the tags; default: both)
 """
 
 from __future__ import annotations

@@ -195,7 +195,12 @@ def spark_submit_command(cluster: StandaloneCluster, app: Path, *args: str, conf
     from the build's file repository and Kafka's connector by --packages (Delta comes from Maven
     Central as the plugin's dependency), the plugin and Delta switched on by --conf as a user's own
     submission does (docs/deployment.md)."""
-    from sharedstate._jars import KAFKA_CONNECTOR_COORDINATE, LOCAL_REPOSITORY, MAVEN_COORDINATE
+    from sharedstate._jars import (
+        KAFKA_CONNECTOR_COORDINATE,
+        LOCAL_REPOSITORY,
+        MAVEN_COORDINATE,
+        SPARK_PROVIDED_EXCLUDES,
+    )
 
     settings = {
         "spark.authenticate": "true",
@@ -232,6 +237,9 @@ def spark_submit_command(cluster: StandaloneCluster, app: Path, *args: str, conf
         LOCAL_REPOSITORY.as_uri(),
         "--packages",
         f"{MAVEN_COORDINATE},{KAFKA_CONNECTOR_COORDINATE}",
+        # Delta's dependencies that Spark ships (newer) would only be downloaded and shipped dead
+        "--exclude-packages",
+        SPARK_PROVIDED_EXCLUDES,
     ]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]

@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import sharedstate
 from containers import (
     Containers,
     KafkaBroker,
@@ -157,6 +158,11 @@ def test_kill_of_a_worker_container_and_a_driver_restart_equal_the_oracle(deploy
         if app.poll() is None:
             app.kill()
     assert app.returncode == 0, log.read_text()[-8000:]
+    resolution = log.read_text()
+    assert f"found io.sharedstate#sharedstate-spark_2.13;{sharedstate.__version__} in repo-1" in resolution, (
+        "the plugin comes from the build's file repository (the first --repositories entry)"
+    )
+    assert "found io.delta#delta-spark_4.2_2.13;4.4.0 in central" in resolution, "Delta comes from Maven Central"
     updates_total = -(-len(work.updates) // 8)  # micro-batches of 8 records
     assert epochs_at_kill < updates_total, "the kill came after every update was committed"
     final = json.loads((workdir / "final.json").read_text())

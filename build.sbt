@@ -120,6 +120,8 @@ lazy val spark = (project in file("jvm/spark"))
       )
     ),
     publishConfiguration := publishConfiguration.value.withOverwrite(true),
+    // 0.x: any minor release may break binary compatibility (recorded in the pom for eviction checks).
+    versionScheme := Some("early-semver"),
     pomPostProcess := { node =>
       import scala.xml._
       import scala.xml.transform._

@@ -51,13 +51,15 @@ def configure(
     ``org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0``; a ``spark.jars.packages`` passed in ``conf``
     joins them. They and Delta are resolved once into the cache (``$SHAREDSTATE_CACHE``, by default
     ``~/.cache/sharedstate``) and the JVM starts with the resolved files in ``spark.jars``, so a start
-    runs no Ivy resolution and prints nothing. Settings passed here win over the defaults. Call
+    runs no Ivy resolution and prints nothing (a ``spark.jars.packages`` already set on the builder
+    is left to Spark, which resolves it at every start). Settings passed here win over the defaults. Call
     before the first ``getOrCreate()`` of the process: jars are fixed when the JVM starts.
     """
     existing = builder._options  # what the caller already set
     conf = dict(conf)
     kafka_connector = [KAFKA_CONNECTOR_COORDINATE] if kafka else []
-    coordinates = [DELTA_COORDINATE, *kafka_connector, *packages, *_split(conf.pop("spark.jars.packages", ""))]
+    extra = _split(packages) if isinstance(packages, str) else list(packages)  # "a:b:1,c:d:2" or a list
+    coordinates = [DELTA_COORDINATE, *kafka_connector, *extra, *_split(conf.pop("spark.jars.packages", ""))]
     excludes = _split(conf.pop("spark.jars.excludes", existing.get("spark.jars.excludes", SPARK_PROVIDED_EXCLUDES)))
     repositories = _split(conf.pop("spark.jars.repositories", existing.get("spark.jars.repositories", "")))
     ivy = conf.pop("spark.jars.ivy", existing.get("spark.jars.ivy"))

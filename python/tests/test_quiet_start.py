@@ -66,3 +66,53 @@ def test_second_start_is_quiet_and_uses_the_resolved_jars(tmp_path):
     records = list((tmp_path / "cache" / "packages").glob("*.json"))
     assert len(records) == 1
     assert json.loads(records[0].read_text())["coordinates"] == ["io.delta:delta-spark_4.2_2.13:4.4.0"]
+
+
+def test_configure_resolves_delta_and_the_callers_packages_in_one_request(monkeypatch):
+    from pyspark.sql import SparkSession
+
+    import sharedstate as ss
+    from sharedstate import _packages
+    from sharedstate._jars import DELTA_COORDINATE, plugin_jar
+
+    asked = []
+
+    def fake_resolve(coordinates, excludes, repositories, ivy):
+        asked.append((list(coordinates), list(excludes), list(repositories), ivy))
+        return [Path("/resolved/a.jar"), Path("/resolved/b.jar")]
+
+    monkeypatch.setattr(_packages, "resolve", fake_resolve)
+    builder = SparkSession.builder.config("spark.jars", "/mine.jar").config("spark.jars.ivy", "/my-ivy")
+    kafka = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+    conf = {"spark.jars.packages": "g:a:1", "spark.jars.repositories": "file:///repo"}
+    conf["spark.sql.shuffle.partitions"] = 3
+    options = ss.configure(builder, packages=[kafka], **conf)._options
+    assert asked == [([DELTA_COORDINATE, kafka, "g:a:1"], asked[0][1], ["file:///repo"], "/my-ivy")]
+    assert "io.delta:delta-storage" not in asked[0][1] and "org.slf4j:slf4j-api" in asked[0][1]
+    assert options["spark.jars"] == f"/mine.jar,{plugin_jar()},/resolved/a.jar,/resolved/b.jar"
+    assert "spark.jars.packages" not in options and "spark.jars.repositories" not in options
+    assert options["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_a_resolution_is_recorded_and_redone_only_when_a_jar_is_gone(tmp_path, monkeypatch, capsys):
+    from sharedstate import _packages
+
+    jar = tmp_path / "delta.jar"
+    jar.write_bytes(b"jar")
+    runs = []
+    monkeypatch.setenv("SHAREDSTATE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SHAREDSTATE_IVY_DIR", raising=False)  # (the Makefile exports one)
+    monkeypatch.setattr(_packages, "_resolve_with_spark_submit", lambda request: runs.append(request) or [jar])
+
+    assert _packages.resolve(["io.delta:delta-spark_4.2_2.13:4.4.0"]) == [jar]
+    assert _packages.resolve([" io.delta:delta-spark_4.2_2.13:4.4.0", ""]) == [jar]  # the same request
+    assert len(runs) == 1 and runs[0]["ivy"] == str(tmp_path / "cache" / "ivy")
+    assert capsys.readouterr().err == "sharedstate: resolving io.delta:delta-spark_4.2_2.13:4.4.0... (once)\n"
+    _packages.resolve(["io.delta:delta-spark_4.2_2.13:4.4.0", "g:a:1"])  # another request
+    jar.unlink()
+    runs.clear()
+    monkeypatch.setattr(_packages, "_resolve_with_spark_submit", lambda request: runs.append(request) or [])
+    assert _packages.resolve(["io.delta:delta-spark_4.2_2.13:4.4.0"]) == []
+    assert len(runs) == 1
+    with pytest.raises(ValueError, match="package 'io.delta:delta-spark': expected a Maven coordinate"):
+        _packages.resolve(["io.delta:delta-spark"])

@@ -238,7 +238,9 @@ def _rows_written(spark: SparkSession, sink: str, bootstrap: str, delta_path: Pa
     if sink == "kafka":
         topic = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
         return topic.option("subscribe", ENRICHED_TOPIC).load().select("key").distinct().count()  # at-least-once
-    return spark.read.format("delta").load(str(delta_path)).count() if (delta_path / "_delta_log").is_dir() else 0
+    if not any((delta_path / "_delta_log").glob("*.json")):  # no commit yet
+        return 0
+    return spark.read.format("delta").load(str(delta_path)).count()
 
 
 def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], create_topic) -> int:
@@ -266,7 +268,6 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
     campaigns = ss.State.create(
         spark, "campaigns", key="ad_id STRING", value="campaign STRING", rule="replace", partitions=8
     )
-    feed(produce, work, args.pace)
     update_query = write_updates(
         read_updates(spark, bootstrap), campaigns, out / "checkpoints" / "updates", lateness_for(lateness_s, window_s)
     )
@@ -277,6 +278,7 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
     else:
         fetch_query = write_enriched_to_delta(enriched, campaigns, out / "enriched", checkpoint)
 
+    feed(produce, work, args.pace)  # after the queries start, so the progress below shows them keep up
     deadline = time.monotonic() + args.timeout
     emitted = 0
     while emitted < len(work.events):
@@ -304,7 +306,7 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
         dump = out / "enriched-from-kafka.jsonl"
         records.drop(columns=["partition", "offset"]).to_json(dump, orient="records", lines=True, date_format="iso")
         got = records.drop_duplicates("event_id")
-        where = f"Kafka topic {ENRICHED_TOPIC} at {bootstrap} ({len(records)} records), copied to {dump}"
+        where = f"Kafka topic {ENRICHED_TOPIC} ({len(records)} records; broker data in {out / 'kafka'}), in {dump}"
     else:
         got = spark.read.format("delta").load(str(out / "enriched")).toPandas()
         got = got.rename(columns={campaigns.time_column: "value_time"})

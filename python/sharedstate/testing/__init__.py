@@ -8,6 +8,8 @@ and the benchmarks use them; your tests can too (as with `delta.testing`).
 - `sharedstate.testing.oracles`: offline answers for range and range-aggregate fetches, the as-of
   join of any history, read-uncommitted answers within bounded staleness, and the rate source's
   sequence in continuous mode. Each is computed from the input alone, never from the plugin.
+- `sharedstate.testing.kafka`: a local Kafka broker (KRaft, Kafka's jars from Maven Central, on
+  127.0.0.1) with helpers to create topics, produce and read records (docs/kafka.md).
 - `sharedstate.testing.streams`: wait for a condition or for a query to drain, failing instead of
   hanging.
 

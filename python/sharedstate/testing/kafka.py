@@ -233,9 +233,9 @@ class KafkaBroker:
                 pass
         except OSError:
             return False
-        try:
-            from kafka import KafkaAdminClient
+        from kafka import KafkaAdminClient  # outside the try: a missing client is an error, not "not ready"
 
+        try:
             admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
             try:
                 admin.list_topics()

@@ -6,9 +6,9 @@ import org.apache.spark.internal.Logging
 import org.apache.spark.util.MutableURLClassLoader
 
 /**
- * Makes the jars of `spark.jars.packages` (Delta Kernel for durable States) loadable by this
- * executor's host. A Python application's packages reach executors as files only (SparkSubmit puts
- * them on the driver's class path and in the Python files), and a host rebuilds partitions from
+ * Makes the application's jars (Delta Kernel for durable States, from `spark.jars`, where
+ * `ss.session` puts the jars it resolved, or `spark.jars.packages`) loadable by this executor's host.
+ * They reach executors as files, added to the class loader only when a task runs, and a host rebuilds partitions from
  * Delta tables on an RPC thread, before any task could add them: so the fetched jars are added to
  * the class loader that loaded the host (the executor's user class loader) when they are missing.
  */

@@ -18,7 +18,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps bench-deps bench-adcamp clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -31,7 +31,7 @@ demo-kafka: jar
 # Every JVM and Python test, slow integration tests included (CI runs exactly this), after the
 # lint and formatting checks (ruff for Python, fails fast; scalafmt, `bin/sbt scalafmtAll` fixes);
 # bench-deps brings redis-server, which the AdCamp benchmark smoke test needs.
-test: system-deps venv bench-deps
+test: system-deps docker-deps venv bench-deps
 	$(PY) -m ruff check python it benchmarks
 	$(PY) -m ruff format --check python it benchmarks
 	bin/sbt "scalafmtCheckAll; scalafmtSbtCheck; bench/scalafmtCheckAll; test; spark/assembly; spark/publish" < /dev/null
@@ -76,6 +76,27 @@ system-deps:
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$need; \
 	  else echo "Please install:$$need (Debian packages)" >&2; exit 1; fi; \
+	fi
+
+# The container tests (it/test_containers_*.py, slow): Debian's docker.io and debootstrap, and a
+# running dockerd, started here when it is not running and we are root. Otherwise this only says what
+# to do: the fast tests need no Docker, and the container tests fail with the same message.
+DOCKERD_LOG := $(SHAREDSTATE_CACHE)/dockerd.log
+docker-deps:
+	@need=""; \
+	command -v docker >/dev/null || need="$$need docker.io"; \
+	command -v debootstrap >/dev/null || need="$$need debootstrap"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$need; \
+	  else echo "For the container tests, please install:$$need (Debian packages)" >&2; exit 0; fi; \
+	fi; \
+	if ! docker info >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    mkdir -p $(SHAREDSTATE_CACHE); echo "Starting dockerd (log: $(DOCKERD_LOG))"; \
+	    nohup dockerd >$(DOCKERD_LOG) 2>&1 </dev/null & \
+	    for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done; \
+	    docker info >/dev/null 2>&1 || { echo "dockerd did not start: see $(DOCKERD_LOG)" >&2; exit 1; }; \
+	  else echo "For the container tests, start dockerd (as root: dockerd &) or give this user access to /var/run/docker.sock" >&2; fi; \
 	fi
 
 # The AdCamp benchmark (benchmarks/adcamp, ~25 min on 2 cores): Debian's redis-server and the

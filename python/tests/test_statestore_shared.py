@@ -247,7 +247,6 @@ def run_app(workdir: Path, master: str = "local[3]", conf: dict | None = None, *
     return subprocess.Popen([sys.executable, str(APP), str(workdir), master, json.dumps(conf or {})], **kwargs)
 
 
-@pytest.mark.slow
 @needs_provider
 def test_window_totals_published_and_fetch_joined_as_of_view_time_equal_the_oracle(workdir):
     ev, files, vw = workload(seed=22)

@@ -150,7 +150,7 @@ class StatePublisherSuite extends AnyFunSuite with BeforeAndAfterAll {
     try {
       val r = intercept[SharedStateException](PublishCheck.validate(spark, "q", "pub_sum"))
       assert(r.getMessage.contains("spark.sharedstate.statestore.publish.q=pub_sum") &&
-        r.getMessage.contains("'replace'"), r.getMessage)
+          r.getMessage.contains("'replace'"), r.getMessage)
     } finally StoreCommitHook.unregister(StatePublisher)
   }
 

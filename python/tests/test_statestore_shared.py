@@ -137,6 +137,15 @@ def check(workdir: Path, ev: pd.DataFrame, vw: pd.DataFrame) -> dict:
     for s in PROBES_S:
         assert final["as_of"][str(s)] == expected_as_of(ev, s * 1000), f"as of {s}s"
     assert final["dropped_late"] == 0
+    # the change stream: every window's final total once, at its end (the flush window's is not final)
+    u_ms = pd.Timestamp(final["update"]).value // 1_000_000
+    totals = window_totals(ev)
+    assert final["changes"] == sorted([c, int(n), int(e)] for c, e, n in totals.itertuples(index=False) if e < u_ms)
+    # sharedstate_fetch over the views as a batch: the fetch join's answers
+    assert final["sql"] == [
+        [int(r.view_id), None if pd.isna(r.count) else int(r.count), None if pd.isna(r.end) else int(r.end)]
+        for r in expected.itertuples()
+    ]
     # U follows the committed watermark: past every view, behind the flush event by the delay
     assert pd.Timestamp(final["update"]) >= pd.Timestamp(2_000 - DELAY_S - WINDOW_S, unit="s", tz="UTC")
     return final
@@ -216,8 +225,27 @@ def app(workdir: Path, master: str, conf: dict) -> None:
         rows = state.as_of(t).select("campaign", "count", F.unix_millis(f"{STATE}_time").alias("end")).collect()
         return sorted([r.campaign, r["count"], r.end] for r in rows)
 
+    # The published State read like any other: its change stream (each final pair once) and the SQL function.
+    changes = (
+        state.changes()
+        .writeStream.format("memory")
+        .queryName("published_changes")
+        .option("checkpointLocation", str(workdir / "ck-changes"))
+        .start()
+    )
+    changes.processAllAvailable()
+    changes.stop()
+    pairs = spark.sql(f"SELECT campaign, count, unix_millis({STATE}_time) AS end FROM published_changes").collect()
+    spark.read.parquet(str(workdir / "views")).createOrReplaceTempView("views_batch")
+    fetched = spark.sql(
+        f"SELECT view_id, f.count, unix_millis(f.{STATE}_time) AS end "
+        f"FROM (SELECT view_id, sharedstate_fetch('{STATE}', campaign, ts) AS f FROM views_batch)"
+    ).collect()
+
     progress = state.progress()
     final = {
+        "changes": sorted([r.campaign, r["count"], r.end] for r in pairs),
+        "sql": sorted([r.view_id, r["count"], r.end] for r in fetched),
         "as_of": {str(s): probe(s) for s in PROBES_S},
         "update": str(progress["update"]),
         "writers": {w: str(v) for w, v in progress["writers"].items()},

@@ -10,6 +10,10 @@ from pyspark.sql import SparkSession
 from sharedstate._jars import DELTA_COORDINATE, SPARK_PROVIDED_EXCLUDES, conf_file, plugin_jar
 
 PLUGIN_CLASS = "io.sharedstate.spark.SharedStatePlugin"
+# Spark's stateful operators (aggregations, dropDuplicates, (flat)mapGroupsWithState, stream-stream
+# joins) keep their state in sharedstate's store provider (docs/statestore.md).
+STATE_STORE_PROVIDER = "io.sharedstate.spark.statestore.SharedStateStoreProvider"
+STATE_STORE_PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 
 
 def _defaults() -> dict[str, str]:
@@ -30,11 +34,13 @@ def _append(existing: str | None, item: str) -> str:
     return ",".join(parts if item in parts else parts + [item])
 
 
-def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builder:
+def configure(builder: SparkSession.Builder, state_store: bool = False, **conf: Any) -> SparkSession.Builder:
     """Adds the sharedstate jar, its Spark plugin, Delta, and the local defaults of conf/ to a builder.
 
-    Settings passed here win over the defaults. Call before the first ``getOrCreate()`` of the
-    process: jars are fixed when the JVM starts.
+    ``state_store=True`` makes Spark's stateful operators keep their state in sharedstate's state
+    store provider (``spark.sql.streaming.stateStore.providerClass``; a query restarted from a
+    checkpoint keeps the provider it started with). Settings passed here win over the defaults.
+    Call before the first ``getOrCreate()`` of the process: jars are fixed when the JVM starts.
     """
     existing = builder._options  # what the caller already set
     settings: dict[str, str] = {k: v for k, v in _defaults().items() if k not in existing}
@@ -55,16 +61,22 @@ def configure(builder: SparkSession.Builder, **conf: Any) -> SparkSession.Builde
     ivy = os.environ.get("SHAREDSTATE_IVY_DIR")
     if ivy and "spark.jars.ivy" not in existing:
         settings["spark.jars.ivy"] = ivy
+    if state_store:
+        settings[STATE_STORE_PROVIDER_KEY] = STATE_STORE_PROVIDER
     settings.update({k: str(v) for k, v in conf.items()})
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder
 
 
-def session(app_name: str = "sharedstate", master: str = "local[*]", **conf: Any) -> SparkSession:
+def session(
+    app_name: str = "sharedstate", master: str = "local[*]", state_store: bool = False, **conf: Any
+) -> SparkSession:
     """A ready SparkSession: local Spark (the embedded default) with the plugin and Delta.
 
-    Extra Spark settings go in ``conf`` (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
+    ``state_store=True`` keeps the state of Spark's stateful operators in sharedstate (see
+    ``configure``). Extra Spark settings go in ``conf``
+    (``session("app", **{"spark.sql.shuffle.partitions": "8"})``).
     """
     builder = SparkSession.builder.appName(app_name).master(master)
-    return configure(builder, **conf).getOrCreate()
+    return configure(builder, state_store=state_store, **conf).getOrCreate()

@@ -20,7 +20,7 @@ private[sharedstate] final class PublishQueryListener(session: SparkSession)
     extends StreamingQueryListener with Logging {
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     Option(event.name).flatMap(PublishCheck.stateOf(session, _)).foreach { state =>
-      // The listener bus only logs a listener's failure: the query's tasks then publish nothing and say why.
+      // The listener bus only logs a listener's failure: the query's tasks fail with it (PublishTargets.resolve).
       try PublishTargets.started(event.id.toString, state)
       catch { case NonFatal(e) => logError(s"Query ${event.name} (${event.id}) cannot publish to State '$state'", e) }
     }

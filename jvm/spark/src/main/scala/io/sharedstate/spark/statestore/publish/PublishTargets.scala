@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.internal.Logging
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
 
 /**
  * The driver's side of publishing (see [[StatePublisher]]): which State each running query
@@ -31,6 +32,9 @@ private[sharedstate] object PublishTargets extends Logging {
   // query id -> the State it publishes to; set when the query starts, removed when it stops.
   private val queries = new ConcurrentHashMap[String, String]()
 
+  // query id -> why its writer could not be registered when it started (its tasks fail with it).
+  private val failures = new ConcurrentHashMap[String, String]()
+
   // (writer, epoch) -> the changelog files each partition reported (none for an in-memory State).
   private final class Reported {
     val files = mutable.HashMap.empty[Int, Seq[ChangelogFile]]
@@ -39,16 +43,30 @@ private[sharedstate] object PublishTargets extends Logging {
 
   /** A query that publishes to `state` started: its writer holds U back from now on. */
   def started(query: String, state: String): Unit = {
-    WriterLifecycle.started(state, writerOf(query), UpdateOptions.NoIdleTimeout)
+    failures.remove(query)
+    try WriterLifecycle.started(state, writerOf(query), UpdateOptions.NoIdleTimeout)
+    catch {
+      case NonFatal(e) =>
+        failures.put(query, s"State '$state' could not register query $query as its writer: ${e.getMessage}")
+        throw e
+    }
     queries.put(query, state)
     logInfo(s"Query $query publishes its state store to State '$state' as writer ${writerOf(query)}")
   }
 
   /** The query stopped: its writer is paused (a restart resumes it). */
-  def stopped(query: String): Unit = if (queries.remove(query) != null) WriterLifecycle.stopped(writerOf(query))
+  def stopped(query: String): Unit = {
+    failures.remove(query)
+    if (queries.remove(query) != null) WriterLifecycle.stopped(writerOf(query))
+  }
 
   /** On the driver: where `query` publishes, or None when it does not. */
-  def resolve(query: String): Option[PublishTarget] = Option(queries.get(query)).map { state =>
+  def resolve(query: String): Option[PublishTarget] = {
+    Option(failures.get(query)).foreach(why => throw new SharedStateException(s"Publishing the state store: $why"))
+    Option(queries.get(query)).map(target(query, _))
+  }
+
+  private def target(query: String, state: String): PublishTarget = {
     val controller = Coordinator.get.state(state)
     PublishTarget(state, writerOf(query), controller.incarnation, controller.spec, DurableStates.target(state))
   }

@@ -154,6 +154,19 @@ class StatePublisherSuite extends AnyFunSuite with BeforeAndAfterAll {
     } finally StoreCommitHook.unregister(StatePublisher)
   }
 
+  test("a query whose writer could not be registered when it started fails its tasks, naming why") {
+    val query = "77777777-2222-3333-4444-555555555555"
+    intercept[Exception](PublishTargets.started(query, "pub_no_such_state"))
+    val ck = Files.createTempDirectory("publish-failed")
+    offsets(ck, 0, 0L)
+    val e = intercept[SharedStateException](StatePublisher.publish(query, "r",
+        StateStoreId(
+          ck.resolve("state").toString, 0, 0), 1, Seq(key("a", 0, 10) -> value(1)), KeySchema, ValueSchema,
+        spark.sparkContext.hadoopConfiguration))
+    assert(e.getMessage.contains("pub_no_such_state") && e.getMessage.contains(query), e.getMessage)
+    PublishTargets.stopped(query)
+  }
+
   test("null key columns are rejected updates, evictions publish nothing, the time is the window end") {
     val shape = new PublishedShape(KeySchema, ValueSchema)
     assert(shape.windowOrdinal.contains(1) && shape.stateKey.fieldNames.toSeq == Seq("campaign"))

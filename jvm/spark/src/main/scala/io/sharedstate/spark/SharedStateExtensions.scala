@@ -1,6 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.spark.fetch.{FetchJoinStrategy, SharedStateFetchExpression}
+import io.sharedstate.spark.statestore.publish.PublishCheck
 
 import org.apache.spark.sql.{SparkSessionExtensions, SparkSessionExtensionsProvider}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
@@ -17,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
 final class SharedStateExtensions extends SparkSessionExtensionsProvider {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectCheckRule(session => new StreamingWriteCheck(session))
+    extensions.injectCheckRule(session => new PublishCheck(session))
     extensions.injectPlannerStrategy(_ => FetchJoinStrategy)
     extensions.injectFunction((
         FunctionIdentifier(SharedStateFetchExpression.Name),

@@ -29,9 +29,11 @@ class ArchitectureSuite extends AnyFunSuite {
     "read" -> 5,
     "changes" -> 5,
     "statestore" -> 5,
+    "statestore.publish" -> 6,
     "fetch.batch" -> 6,
     "fetch" -> 7,
-    "" -> 8)
+    "" -> 8
+  )
 
   // sbt's test classes sit in target/scala-2.13/test-classes, which ArchUnit's predefined option misses.
   private lazy val classes: JavaClasses = new ClassFileImporter()

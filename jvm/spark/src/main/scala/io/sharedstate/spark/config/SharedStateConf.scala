@@ -81,6 +81,21 @@ private[sharedstate] object SharedStateConf {
       case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
     })
 
+  /**
+   * Publishes stateful operators' state (the shared state store's commits) into States: each query
+   * named in `spark.sharedstate.statestore.publish.<query name>=<State>` publishes to that State.
+   */
+  val StateStorePublish: Entry[Boolean] = Entry("spark.sharedstate.statestore.publish", "false",
+    "publish mapped queries' state store into States")((key, text) =>
+    text.toLowerCase match {
+      case "true" => true
+      case "false" => false
+      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+    })
+
+  /** Session setting naming the State a query (by its name) publishes its state store to. */
+  val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
+
   val All: Seq[Entry[_]] = Seq(Root, SnapshotInterval, SnapshotsRetained, SnapshotFullEvery, OwnerLease, FollowInterval,
-    Executors, HostWaitTimeout, AllowUnauthenticated)
+    Executors, HostWaitTimeout, AllowUnauthenticated, StateStorePublish)
 }

@@ -16,6 +16,7 @@ class SharedStateConfSuite extends AnyFunSuite {
     assert(SharedStateConf.FollowInterval.read(conf) == 1000L)
     assert(SharedStateConf.Executors.read(conf).isEmpty)
     assert(SharedStateConf.HostWaitTimeout.read(conf) == 60000L)
+    assert(!SharedStateConf.StateStorePublish.read(conf))
   }
 
   test("set values are read; 0 turns the periodic work off") {
@@ -35,7 +36,8 @@ class SharedStateConfSuite extends AnyFunSuite {
         (SharedStateConf.SnapshotFullEvery, "many", ">= 1"),
         (SharedStateConf.OwnerLease, "soon", "interval"),
         (SharedStateConf.Executors, "-2", ">= 1"),
-        (SharedStateConf.HostWaitTimeout, "a while", "duration")
+        (SharedStateConf.HostWaitTimeout, "a while", "duration"),
+        (SharedStateConf.StateStorePublish, "yes", "true or false")
       )) {
       val e = intercept[SharedStateException](entry.fromText(bad))
       assert(e.getMessage.contains(entry.key) && e.getMessage.contains(says), e.getMessage)

@@ -46,7 +46,8 @@ METRICS = (
 class Sizes:
     """One run's sizes. The aggregation's state reaches `agg_keys` (window, key) groups after
     agg_keys / agg_rows batches and then only updates them; dedup keeps the ids of the current and
-    the previous 10-second bucket; the join keeps both sides for the watermark delay plus the range."""
+    the previous 10-second bucket; the join keeps both sides for the watermark delay plus the range
+    (about 6 batches of impressions and 3 of clicks)."""
 
     agg_keys: int
     agg_rows: int
@@ -68,13 +69,13 @@ class Sizes:
 
 FULL = Sizes(
     agg_keys=1_000_000,
-    agg_rows=200_000,
-    agg_batches=10,
-    dedup_ids=500_000,
-    dedup_rows=100_000,
-    dedup_batches=15,
-    join_rows=50_000,
-    join_batches=15,
+    agg_rows=250_000,
+    agg_batches=8,
+    dedup_ids=250_000,
+    dedup_rows=50_000,
+    dedup_batches=10,
+    join_rows=25_000,
+    join_batches=10,
     warmup_batches=1,
 )
 QUICK = Sizes(
@@ -131,17 +132,18 @@ def dedup(spark, s: Sizes):
 
 
 def join(spark, s: Sizes):
-    """Inner join of impressions and clicks on the ad id, a click within 10 s after its impression,
-    5-second watermarks on both sides: each click is for an impression of the previous batch."""
+    """Inner join of impressions and clicks on the ad id, a click within 2 s after its impression,
+    2-second watermarks on both sides: each click is for an impression of the previous batch (1 s
+    earlier), and each side's state holds its last few batches once the watermark evicts."""
     from pyspark.sql import functions as F
 
     imp = _rate(spark, s.join_rows).select(F.col("value").alias("imp_ad"), F.col("timestamp").alias("imp_ts"))
     clk = _rate(spark, s.join_rows).select(
         (F.col("value") - s.join_rows).alias("clk_ad"), F.col("timestamp").alias("clk_ts")
     )
-    out = imp.withWatermark("imp_ts", "5 seconds").join(
-        clk.withWatermark("clk_ts", "5 seconds"),
-        F.expr("clk_ad = imp_ad AND clk_ts >= imp_ts AND clk_ts <= imp_ts + interval 10 seconds"),
+    out = imp.withWatermark("imp_ts", "2 seconds").join(
+        clk.withWatermark("clk_ts", "2 seconds"),
+        F.expr("clk_ad = imp_ad AND clk_ts >= imp_ts AND clk_ts <= imp_ts + interval 2 seconds"),
         "inner",
     )
     return out.writeStream.outputMode("append")

@@ -60,9 +60,11 @@ def provider_absent(provider: str) -> str | None:
 
 def _phase(phase: str, provider: str, work: Path, sizes: Sizes, log, on_event=None) -> list[dict]:
     """Runs provider_process.py in its own process group; returns its events. on_event may return True
-    to have the whole group killed with SIGKILL (the driver crash)."""
+    to have the whole group (Python and the driver JVM) killed with SIGKILL: the driver crash."""
     err_path = work / f"{phase}.stderr"
     sizes_arg = json.dumps(sizes.to_json())
+    events: list[dict] = []
+    crashed = False
     with err_path.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, str(HERE / "provider_process.py"), phase, provider, str(work), sizes_arg],
@@ -71,22 +73,24 @@ def _phase(phase: str, provider: str, work: Path, sizes: Sizes, log, on_event=No
             text=True,
             start_new_session=True,
         )
-        events, killed = [], False
-        for line in proc.stdout:
-            if not line.startswith("EVENT "):
-                continue
-            ev = json.loads(line[len("EVENT ") :])
-            events.append(ev)
-            log(f"    {provider} {phase}: {_summary(ev)}")
-            if on_event is not None and on_event(ev):
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed = True
-                break
+        try:
+            for line in proc.stdout:
+                if not line.startswith("EVENT "):
+                    continue
+                ev = json.loads(line[len("EVENT ") :])
+                events.append(ev)
+                log(f"    {provider} {phase}: {_summary(ev)}")
+                if on_event is not None and on_event(ev):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    events.append({"event": "killed", "at": time.time()})
+                    crashed = True
+                    break
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)  # run.py itself failed or was stopped: no orphaned JVM
+            raise
         rc = proc.wait()
-    if not killed and rc != 0:
+    if not crashed and rc != 0:
         raise RuntimeError(f"{provider} {phase} failed ({rc}):\n{err_path.read_text()[-4000:]}")
-    if killed:
-        events.append({"event": "killed", "at": time.time()})
     return events
 
 
@@ -191,6 +195,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--note", default="", help="a line for the table (e.g. what else ran on the machine)")
     args = p.parse_args(argv)
+    # a SIGTERM unwinds like Ctrl-C, so the running phase's process group is killed, not orphaned
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = QUICK if args.quick else FULL
     runs = 1 if args.quick else args.runs
     chosen = [x for x in args.providers.split(",") if x]

@@ -84,6 +84,10 @@ lazy val spark = (project in file("jvm/spark"))
       "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
       "io.delta" % "delta-spark_4.2_2.13" % deltaVersion,
       "org.scalatest" %% "scalatest" % scalaTestVersion % Test,
+      // Spark's own state store and streaming operator suites, run against SharedStateStoreProvider
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Test classifier "tests",
+      "org.apache.spark" %% "spark-core" % sparkVersion % Test classifier "tests",
+      "org.apache.spark" %% "spark-catalyst" % sparkVersion % Test classifier "tests",
       // reads the compiled classes to keep the package dependencies one way (ArchitectureSuite)
       "com.tngtech.archunit" % "archunit" % "1.4.1" % Test
     ),

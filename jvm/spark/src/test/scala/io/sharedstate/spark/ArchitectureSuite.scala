@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
  * The package layering of `jvm/spark`, checked on the compiled classes (ArchUnit reads the
  * bytecode, so it sees what Scala really references, including inlined constants' owners):
  * {{{
- *   core <- {rows, rules} <- config <- durable <- cluster <- {write, read, changes} <- fetch.batch <- fetch <- root
+ *   core <- {rows, rules} <- config <- durable <- cluster <- {write, read, changes, statestore} <- fetch.batch <- fetch <- root
  * }}}
  * A class may depend on its own package and on lower ranks only; packages of the same rank do not
  * depend on each other. Spark-private bridges (`org.apache.spark.sharedstate`,
@@ -28,6 +28,7 @@ class ArchitectureSuite extends AnyFunSuite {
     "write" -> 5,
     "read" -> 5,
     "changes" -> 5,
+    "statestore" -> 5,
     "fetch.batch" -> 6,
     "fetch" -> 7,
     "" -> 8)

@@ -186,6 +186,17 @@ def summarize(runs: list[dict], providers: dict) -> tuple[dict, dict]:
     return summary, ratios
 
 
+def report_only(out: Path) -> int:
+    path = out / "statestore.json"
+    doc = json.loads(path.read_text())
+    doc["summary"], doc["ratios_to_rocksdb"] = summarize(doc["runs"], doc["providers"])
+    doc["meta"]["runs"] = len(doc["runs"])
+    doc["meta"].setdefault("finished", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime)))
+    path.write_text(json.dumps(doc, indent=1))
+    write_report(out)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True)
@@ -194,7 +205,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--providers", default=",".join(PROVIDERS), help=f"comma-separated, of {','.join(PROVIDERS)}")
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--note", default="", help="a line for the table (e.g. what else ran on the machine)")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="recompute the medians, ratios, table and plot from --out's statestore.json (e.g. of a stopped run)",
+    )
     args = p.parse_args(argv)
+    if args.report_only:
+        return report_only(args.out)
     # a SIGTERM unwinds like Ctrl-C, so the running phase's process group is killed, not orphaned
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = QUICK if args.quick else FULL

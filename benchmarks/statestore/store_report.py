@@ -33,6 +33,25 @@ def _cell(m: dict, unit: str, runs: int) -> str:
     return f"{_fmt(m['median'], unit)} ({_fmt(m['min'], unit)} - {_fmt(m['max'], unit)})"
 
 
+def targets(doc: dict) -> list[str]:
+    """sharedstate's provider against the issue's targets, one row per query (ratios to RocksDB's medians)."""
+    ratios = doc.get("ratios_to_rocksdb", {}).get("sharedstate")
+    if not ratios:
+        return []
+    keys = list(TARGETS)
+    lines = [
+        "| query | " + " | ".join(f"{k} (target <= {TARGETS[k]})" for k in keys) + " |",
+        "| --- " * (1 + len(keys)) + "|",
+    ]
+    for query in QUERIES:
+        cells = []
+        for k in keys:
+            r = ratios[query][k]
+            cells.append("-" if r is None else f"{r:.2f} ({'met' if r <= TARGETS[k] else 'missed'})")
+        lines.append(f"| {query} | " + " | ".join(cells) + " |")
+    return ["sharedstate / RocksDB, medians:", "", *lines, ""]
+
+
 def table(doc: dict) -> str:
     meta, providers, summary = doc["meta"], doc["providers"], doc["summary"]
     ratios = doc.get("ratios_to_rocksdb", {})
@@ -51,6 +70,7 @@ def table(doc: dict) -> str:
     for p, info in providers.items():
         if not info["available"]:
             lines += [f"**{p}: absent** ({info['absent_reason']}).", ""]
+    lines += targets(doc)
     if meta["runs"] > 1:
         lines += ["Each cell: median over runs (min - max); ratio = median / RocksDB's median.", ""]
     for query in QUERIES:

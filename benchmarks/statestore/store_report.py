@@ -17,8 +17,10 @@ ROWS = (
     ("checkpoint_bytes", "checkpoint on disk", "bytes"),
     ("recovery_ms", "recovery after kill -9 (ms)", "ms"),
 )
-# the targets for sharedstate's provider, as ratios to RocksDB's median
-TARGETS = {"batch_p50_ms": 1.0, "batch_p99_ms": 1.0, "recovery_ms": 1.0, "state_memory_bytes": 1.5}
+# the targets for sharedstate's provider, as ratios to RocksDB's median; memory read both ways:
+# each provider's own memoryUsedBytes (RocksDB's counts native memtables and cache, not what the query
+# holds) and the driver's RSS
+TARGETS = {"batch_p50_ms": 1.0, "batch_p99_ms": 1.0, "recovery_ms": 1.0, "state_memory_bytes": 1.5, "rss_bytes": 1.5}
 
 
 def _fmt(v: float, unit: str) -> str:

@@ -18,7 +18,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -105,6 +105,13 @@ BENCH_OUT ?= benchmarks/results/adcamp
 BENCH_ARGS ?=
 bench-adcamp: jar bench-deps
 	$(PY) benchmarks/adcamp/run.py --out $(BENCH_OUT) $(BENCH_ARGS)
+
+# Spark's state store providers side by side (benchmarks/statestore, a few minutes per run on 2 cores):
+# three runs, medians into benchmarks/results/statestore. STATESTORE_ARGS adds options (e.g. --quick).
+STATESTORE_OUT ?= benchmarks/results/statestore
+STATESTORE_ARGS ?=
+bench-statestore: jar
+	$(PY) benchmarks/statestore/run.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

@@ -84,7 +84,7 @@ system-deps:
 DOCKERD_LOG := $(SHAREDSTATE_CACHE)/dockerd.log
 docker-deps:
 	@need=""; \
-	command -v docker >/dev/null || need="$$need docker.io"; \
+	command -v dockerd >/dev/null || need="$$need docker.io"; \
 	command -v debootstrap >/dev/null || need="$$need debootstrap"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$need; \

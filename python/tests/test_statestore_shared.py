@@ -10,9 +10,9 @@ application starts, and a Python process has one SparkContext):
     python test_statestore_shared.py WORKDIR MASTER CONF_JSON
 
 reads WORKDIR/events and WORKDIR/views, publishes into State "totals" (durable when CONF_JSON sets
-spark.sharedstate.root), writes the fetch-join output to WORKDIR/out and, once it holds every view,
-WORKDIR/joined.parquet and WORKDIR/final.json (the State's as-of answers at the probes, U, the rows
-Spark dropped as late).
+spark.sharedstate.root), writes the aggregation's output per batch to WORKDIR/totals, the fetch-join
+output to WORKDIR/out and, once it holds every view, WORKDIR/joined.parquet and WORKDIR/final.json
+(the State's as-of answers at the probes, U, the rows Spark dropped as late).
 """
 
 from __future__ import annotations
@@ -126,8 +126,23 @@ def joined_frame(workdir: Path) -> pd.DataFrame:
     return got.sort_values("view_id").reset_index(drop=True)
 
 
+def check_totals(workdir: Path, ev: pd.DataFrame) -> None:
+    """The provider's own state, as the aggregation emitted it: the last count of each window (update
+    mode emits a window whenever its count changes) equals the oracle's total, for every window."""
+    parts = [
+        pd.read_parquet(d).assign(batch=int(d.name.split("=")[1]))
+        for d in (workdir / "totals").glob("batch=*")
+        if any(d.glob("*.parquet"))
+    ]
+    out = pd.concat(parts).sort_values("batch")
+    last = out[out["campaign"] != "zz_flush"].groupby(["campaign", "end"])["count"].last().reset_index()
+    expected = window_totals(ev).sort_values(["campaign", "end"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(last, expected, check_dtype=False)
+
+
 def check(workdir: Path, ev: pd.DataFrame, vw: pd.DataFrame) -> dict:
     final = json.loads((workdir / "final.json").read_text())
+    check_totals(workdir, ev)
     got = joined_frame(workdir)
     assert got["view_id"].is_unique, "a view was emitted twice"
     expected = expected_join(ev, vw)
@@ -180,8 +195,15 @@ def app(workdir: Path, master: str, conf: dict) -> None:
         .groupBy(F.window("ts", f"{WINDOW_S} seconds"), "campaign")
         .count()
     )
+
+    def write_totals(batch, batch_id: int) -> None:
+        # The aggregation's output (each batch's updated windows), kept per batch: a re-run batch
+        # overwrites its own directory; check_totals compares the last count of each window.
+        rows = batch.select("campaign", F.unix_millis(F.col("window.end")).alias("end"), "count")
+        rows.write.mode("overwrite").parquet(str(workdir / "totals" / f"batch={batch_id}"))
+
     aggregation = (
-        totals.writeStream.format("noop")
+        totals.writeStream.foreachBatch(write_totals)
         .outputMode("update")
         .queryName(QUERY)
         .option("checkpointLocation", str(workdir / "ck-totals"))

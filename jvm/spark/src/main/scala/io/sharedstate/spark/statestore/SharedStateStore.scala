@@ -7,10 +7,7 @@ import org.apache.spark.sql.execution.streaming.state.{
   KeyStateEncoderSpec,
   StateStore,
   StateStoreCheckpointInfo,
-  StateStoreId,
-  StateStoreIterator,
-  StateStoreMetrics,
-  UnsafeRowPair
+  StateStoreMetrics
 }
 import org.apache.spark.sql.types.StructType
 
@@ -21,12 +18,14 @@ import org.apache.spark.sql.types.StructType
  * So a batch costs its changes only (no copy of the map), and the changelog is the undo log's keys.
  */
 private[sharedstate] final class SharedStateStore(
-    provider: SharedStateStoreProvider,
+    protected val provider: SharedStateStoreProvider,
     val version: Long,
     map: StoreRowMap,
     forceSnapshotOnCommit: Boolean,
     loadedFromFiles: Boolean)
-    extends StateStore {
+    extends StateStore with StoreRowReads {
+  protected def rows: StoreRowMap = map
+
   private sealed trait Phase
   private case object Updating extends Phase
   private case object Committed extends Phase
@@ -42,13 +41,6 @@ private[sharedstate] final class SharedStateStore(
     if (phase == Updating) abort()
   })
 
-  override def id: StateStoreId = provider.stateStoreId
-
-  override def get(key: UnsafeRow, colFamilyName: String): UnsafeRow = {
-    provider.checkColumnFamily(colFamilyName)
-    map.get(key)
-  }
-
   override def put(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit = {
     provider.checkColumnFamily(colFamilyName)
     require(value != null, "Cannot put a null value")
@@ -63,21 +55,6 @@ private[sharedstate] final class SharedStateStore(
     checkUpdating("remove")
     val prev = map.remove(key)
     if (prev != null && !before.containsKey(key)) before.put(key.copy(), prev)
-  }
-
-  override def multiGet(keys: Array[UnsafeRow], colFamilyName: String): Iterator[UnsafeRow] = {
-    provider.checkColumnFamily(colFamilyName)
-    keys.iterator.map(map.get)
-  }
-
-  override def iterator(colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    provider.checkColumnFamily(colFamilyName)
-    StoreIterators.all(map)
-  }
-
-  override def prefixScan(prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] = {
-    provider.checkColumnFamily(colFamilyName)
-    StoreIterators.withPrefix(map, prefixKey)
   }
 
   override def commit(): Long = {
@@ -155,13 +132,6 @@ private[sharedstate] final class SharedStateStore(
     false
   }
 
-  override def valuesIterator(key: UnsafeRow, colFamilyName: String): Iterator[UnsafeRow] =
-    throw provider.unsupported("multipleValuesPerKey")
-  override def prefixScanWithMultiValues(
-      prefixKey: UnsafeRow, colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    throw provider.unsupported("multipleValuesPerKey")
-  override def iteratorWithMultiValues(colFamilyName: String): StateStoreIterator[UnsafeRowPair] =
-    throw provider.unsupported("multipleValuesPerKey")
   override def putList(key: UnsafeRow, values: Array[UnsafeRow], colFamilyName: String): Unit =
     throw provider.unsupported("putList")
   override def merge(key: UnsafeRow, value: UnsafeRow, colFamilyName: String): Unit =

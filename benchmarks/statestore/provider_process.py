@@ -1,4 +1,4 @@
-"""One provider's Spark application, run by `run.py` in its own process (a fresh JVM per phase).
+"""One provider's Spark application, run by `compare_providers.py` in its own process (a fresh JVM per phase).
 Prints one JSON line per event (`EVENT {...}`) on stdout.
 
     python provider_process.py <phase> <provider> <work dir> <sizes json>
@@ -7,7 +7,7 @@ Phases:
   steady   each query in turn from an empty checkpoint for its number of batches, then stopped: every
            batch's progress, the state operators' memory, the JVM's RSS and the checkpoint's bytes; then
            all three restarted together from their checkpoints and left running (`crash-ready` once each
-           ran a batch) for `run.py` to kill the process group with SIGKILL mid-batch.
+           ran a batch) for `compare_providers.py` to kill the process group with SIGKILL mid-batch.
   restart  all three restarted together from the checkpoints the kill left: per query, the seconds from
            its `start()` to the end of its first batch (the batch the kill interrupted, run again).
 """
@@ -115,12 +115,12 @@ def steady(spark, jvm_pid: int, sizes: Sizes, work: Path) -> None:
             checkpoint_bytes=du(work / query),
             state_dir_bytes=du(work / query / "state"),
         )
-    # the crash: all three queries running again from their checkpoints, for run.py to kill
+    # the crash: all three queries running again from their checkpoints, for compare_providers.py to kill
     running = [start(spark, query, sizes, work) for query in QUERIES]
     for q in running:
         wait_batches(q, 1)
     emit("crash-ready", rss=rss(jvm_pid))
-    time.sleep(3600)  # killed by run.py
+    time.sleep(3600)  # killed by compare_providers.py
 
 
 def restart(spark, jvm_pid: int, sizes: Sizes, work: Path) -> None:

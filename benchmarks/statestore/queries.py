@@ -30,7 +30,7 @@ PROVIDERS = {
 }
 PROVIDER_CLASS_FILE = {"sharedstate": "io/sharedstate/spark/statestore/SharedStateStoreProvider.class"}
 QUERIES = ("aggregation", "dedup", "join")
-# what run.py reports per provider and query (medians over runs, ratios to RocksDB)
+# what compare_providers.py reports per provider and query (medians over runs, ratios to RocksDB)
 METRICS = (
     "batch_p50_ms",
     "batch_p99_ms",

@@ -1,4 +1,4 @@
-"""table.md and plot.png of a state store benchmark run, from its statestore.json (see run.py)."""
+"""table.md and plot.png of a state store benchmark run, from its statestore.json (see compare_providers.py)."""
 
 from __future__ import annotations
 

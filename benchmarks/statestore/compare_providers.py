@@ -2,8 +2,8 @@
 HDFSBackedStateStoreProvider, RocksDBStateStoreProvider with changelog checkpointing, and sharedstate's
 SharedStateStoreProvider when the jar has it. See benchmarks/README.md.
 
-    .venv/bin/python benchmarks/statestore/run.py --out benchmarks/results/statestore --runs 3
-    .venv/bin/python benchmarks/statestore/run.py --out /tmp/ss-quick --quick      # small keys, one run
+    .venv/bin/python benchmarks/statestore/compare_providers.py --out benchmarks/results/statestore --runs 3
+    .venv/bin/python benchmarks/statestore/compare_providers.py --out /tmp/ss-quick --quick      # small keys, one run
 
 Per run and provider, two fresh Spark applications (local[2]), one after the other (`provider_process.py`):
 a steady phase (each query alone from an empty checkpoint, then all three restarted and the process group
@@ -86,7 +86,7 @@ def _phase(phase: str, provider: str, work: Path, sizes: Sizes, log, on_event=No
                     crashed = True
                     break
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)  # run.py itself failed or was stopped: no orphaned JVM
+            os.killpg(proc.pid, signal.SIGKILL)  # compare_providers.py itself failed or was stopped: no orphaned JVM
             raise
         rc = proc.wait()
     if not crashed and rc != 0:
@@ -222,7 +222,8 @@ def main(argv: list[str]) -> int:
     if unknown:
         p.error(f"--providers: unknown {unknown}; allowed: {', '.join(PROVIDERS)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/statestore/run.py", *argv])
+    script = "benchmarks/statestore/compare_providers.py"
+    command = " ".join(shlex.quote(a) for a in [".venv/bin/python", script, *argv])
     (args.out / "command.txt").write_text(command + "\n")
     log_file = (args.out / "log.txt").open("w")
 

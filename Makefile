@@ -111,7 +111,7 @@ bench-adcamp: jar bench-deps
 STATESTORE_OUT ?= benchmarks/results/statestore
 STATESTORE_ARGS ?=
 bench-statestore: jar
-	$(PY) benchmarks/statestore/run.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
+	$(PY) benchmarks/statestore/compare_providers.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

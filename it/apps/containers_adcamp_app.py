@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -28,6 +27,7 @@ from pyspark.sql import functions as F
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.streams import committed_rows, wait_for_rows
 
 STATE = "campaigns"
 # JSON timestamps at Spark's precision (the default format stops at milliseconds)
@@ -96,21 +96,7 @@ def main(workdir: Path, bootstrap: str, expected_rows: int, probes: list[str]) -
         .start()
     )
 
-    def rows() -> int:
-        for q in (writer, reader):
-            if q.exception() is not None:
-                raise RuntimeError(f"query {q.id} failed: {q.exception()}")
-        try:
-            return spark.read.parquet(str(workdir / "out")).count()
-        except Exception:  # nothing committed yet
-            return 0
-
-    while rows() < expected_rows:
-        time.sleep(1)
-    writer.processAllAvailable()
-    reader.processAllAvailable()
-    writer.stop()
-    reader.stop()
+    wait_for_rows(spark, workdir / "out", expected_rows, writer, reader)
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")  # committed files only
     progress = state.progress()
     result = {
@@ -120,7 +106,7 @@ def main(workdir: Path, bootstrap: str, expected_rows: int, probes: list[str]) -
         "updates_rejected": progress["updates_rejected"],
         "updates_applied": progress["updates_applied"],
         "described": state.describe(),
-        "rows": rows(),
+        "rows": committed_rows(spark, workdir / "out"),
     }
     (workdir / "final.json").write_text(json.dumps(result))
     spark.stop()

@@ -24,6 +24,7 @@ import pandas as pd
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.streams import wait_for_rows
 
 
 def describe(spark, name: str) -> dict:
@@ -91,21 +92,7 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
         .start()
     )
 
-    def rows() -> int:
-        for q in (writer, reader, changes):
-            if q.exception() is not None:
-                raise RuntimeError(f"query {q.name or q.id} failed: {q.exception()}")
-        try:
-            return spark.read.parquet(str(workdir / "out")).count()
-        except Exception:  # nothing committed yet
-            return 0
-
-    while rows() < expected_rows:
-        time.sleep(1)
-    writer.processAllAvailable()
-    reader.processAllAvailable()
-    writer.stop()
-    reader.stop()
+    wait_for_rows(spark, workdir / "out", expected_rows, writer, reader)
     changes.processAllAvailable()
     changes.stop()
     spark.read.parquet(str(workdir / "changes")).toPandas().to_parquet(workdir / "changes.parquet")

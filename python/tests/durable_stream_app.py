@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.streams import wait_for_rows
 
 
 def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> None:
@@ -53,22 +53,7 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
         .start()
     )
 
-    def rows() -> int:
-        for q in (writer, reader):
-            if q.exception() is not None:
-                raise RuntimeError(f"query {q.name or q.id} failed: {q.exception()}")
-        try:
-            return spark.read.parquet(str(workdir / "out")).count()
-        except Exception:  # nothing committed yet
-            return 0
-
-    while rows() < expected_rows:
-        time.sleep(1)
-    # Drained: the input is processed and U is still, so the fetch join is idle (nothing may come twice).
-    writer.processAllAvailable()
-    reader.processAllAvailable()
-    writer.stop()
-    reader.stop()
+    wait_for_rows(spark, workdir / "out", expected_rows, writer, reader)
     # The file sink's committed output (its manifest), not every file in the directory: a killed
     # run leaves files of batches that never committed.
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")

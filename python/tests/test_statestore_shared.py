@@ -30,6 +30,7 @@ import pandas as pd
 import pytest
 
 from sharedstate.testing.adcamp import to_spark_parquet
+from sharedstate.testing.streams import wait_for_rows
 
 STATE = "totals"
 QUERY = "campaign_totals"
@@ -220,26 +221,10 @@ def app(workdir: Path, master: str, conf: dict) -> None:
         .start()
     )
 
-    def rows() -> int:
-        for q in (aggregation, join):
-            if q.exception() is not None:
-                raise RuntimeError(f"query {q.name or q.id} failed: {q.exception()}")
-        try:
-            return spark.read.parquet(str(workdir / "out")).count()
-        except Exception:  # nothing committed yet
-            return 0
-
-    deadline = time.monotonic() + 600
-    while rows() < views_n:
-        assert time.monotonic() < deadline, f"only {rows()} of {views_n} views answered"
-        time.sleep(1)
-    aggregation.processAllAvailable()
-    join.processAllAvailable()
+    wait_for_rows(spark, workdir / "out", views_n, aggregation, join, timeout=600)
     dropped = sum(
         op.get("numRowsDroppedByWatermark", 0) for p in aggregation.recentProgress for op in p.get("stateOperators", [])
     )
-    aggregation.stop()
-    join.stop()
     spark.read.parquet(str(workdir / "out")).toPandas().to_parquet(workdir / "joined.parquet")
 
     def probe(s: int) -> list[list]:

@@ -27,6 +27,7 @@ except ImportError as e:  # the core package does not need pandas; the demo does
     raise ImportError("the AdCamp demo needs pandas and pyarrow: pip install 'sharedstate[demo]'") from e
 
 import sharedstate as ss
+from sharedstate.demos.report import effectiveness, watch_enrichment
 from sharedstate.testing.adcamp import (
     EVENT_SCHEMA,
     UPDATE_SCHEMA,
@@ -61,15 +62,6 @@ def _delta_rows_written(log_dir: Path, counted: dict[str, int]) -> int:
                     rows += int(info.get("operationMetrics", {}).get("numOutputRows", 0))
             counted[commit.name] = rows
     return sum(counted.values())
-
-
-def _effectiveness(enriched: pd.DataFrame) -> pd.DataFrame:
-    enriched = enriched.assign(campaign=enriched["campaign"].fillna("(no campaign)"))
-    table = enriched.groupby("campaign").agg(
-        views=("event_id", "count"), clicks=("clicked", "sum"), ads=("ad_id", "nunique"), users=("user_id", "nunique")
-    )
-    table["ctr_%"] = (100.0 * table["clicks"] / table["views"]).round(2)
-    return table.sort_values(["ctr_%", "views"], ascending=False)
 
 
 def main() -> int:
@@ -139,33 +131,22 @@ def main() -> int:
         .start(delta_path)
     )
 
-    deadline = time.monotonic() + args.timeout
-    emitted = 0
     counted: dict[str, int] = {}  # rows written per Delta commit
-    while emitted < len(work.events):
-        for q in (update_query, fetch_query):
-            if q.exception() is not None:
-                print(f"query {q.name} failed: {q.exception()}", file=sys.stderr)
-                return 1
-        if time.monotonic() > deadline:
-            print(f"timed out with {emitted} of {len(work.events)} views enriched", file=sys.stderr)
-            return 1
-        time.sleep(2)
-        emitted = _delta_rows_written(out / "enriched" / "_delta_log", counted)
-        p = campaigns.progress()
-        u = p["update"].strftime("%H:%M:%S") if p["update"] else "-inf"
-        print(
-            f"  U={u}  updates applied={p['updates_applied']:>5} waiting={p['updates_waiting']:>3} "
-            f"late={p['updates_rejected']:>3}  views enriched={emitted:>6}/{len(work.events)}",
-            flush=True,
-        )
+    if not watch_enrichment(
+        (update_query, fetch_query),
+        campaigns,
+        len(work.events),
+        lambda: _delta_rows_written(out / "enriched" / "_delta_log", counted),
+        args.timeout,
+    ):
+        return 1
 
     update_query.stop()
     fetch_query.stop()
     result = spark.read.format("delta").load(delta_path).toPandas()
 
     print("\nCampaign effectiveness (views attributed to the campaign their ad belonged to at view time):")
-    print(_effectiveness(result).to_string())
+    print(effectiveness(result).to_string())
 
     late = expected_late(work)
     expected = oracle(work.events, accepted_updates(work), time_column=campaigns.time_column)

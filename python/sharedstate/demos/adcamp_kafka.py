@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sharedstate as ss
+from sharedstate.demos.report import effectiveness, watch_enrichment
 from sharedstate.testing.adcamp import Workload, comparable, make_workload, oracle
 
 UPDATES_TOPIC = "adcamp-updates"
@@ -225,15 +226,6 @@ def _parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-def _effectiveness(enriched: pd.DataFrame) -> pd.DataFrame:
-    enriched = enriched.assign(campaign=enriched["campaign"].fillna("(no campaign)"))
-    table = enriched.groupby("campaign").agg(
-        views=("event_id", "count"), clicks=("clicked", "sum"), ads=("ad_id", "nunique"), users=("user_id", "nunique")
-    )
-    table["ctr_%"] = (100.0 * table["clicks"] / table["views"]).round(2)
-    return table.sort_values(["ctr_%", "views"], ascending=False)
-
-
 def _rows_written(spark: SparkSession, sink: str, bootstrap: str, delta_path: Path) -> int:
     if sink == "kafka":
         topic = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
@@ -279,25 +271,14 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
         fetch_query = write_enriched_to_delta(enriched, campaigns, out / "enriched", checkpoint)
 
     feed(produce, work, args.pace)  # after the queries start, so the progress below shows them keep up
-    deadline = time.monotonic() + args.timeout
-    emitted = 0
-    while emitted < len(work.events):
-        for q in (update_query, fetch_query):
-            if q.exception() is not None:
-                print(f"query {q.name} failed: {q.exception()}", file=sys.stderr)
-                return 1
-        if time.monotonic() > deadline:
-            print(f"timed out with {emitted} of {len(work.events)} views enriched", file=sys.stderr)
-            return 1
-        time.sleep(2)
-        emitted = _rows_written(spark, args.sink, bootstrap, out / "enriched")
-        p = campaigns.progress()
-        u = p["update"].strftime("%H:%M:%S") if p["update"] else "-inf"
-        print(
-            f"  U={u}  updates applied={p['updates_applied']:>5} waiting={p['updates_waiting']:>3}  "
-            f"views enriched={emitted:>6}/{len(work.events)}",
-            flush=True,
-        )
+    if not watch_enrichment(
+        (update_query, fetch_query),
+        campaigns,
+        len(work.events),
+        lambda: _rows_written(spark, args.sink, bootstrap, out / "enriched"),
+        args.timeout,
+    ):
+        return 1
     update_query.stop()
     fetch_query.stop()
 
@@ -313,7 +294,7 @@ def run(args: argparse.Namespace, bootstrap: str, produce: Callable[..., int], c
         records = got
         where = f"Delta table {out / 'enriched'}"
     print("\nCampaign effectiveness (views attributed to the campaign their ad belonged to at view time):")
-    print(_effectiveness(got).to_string())
+    print(effectiveness(got).to_string())
     duplicates = len(records) - records["event_id"].nunique()
     ok = records["event_id"].nunique() == len(work.events) and comparable(got, "value_time").equals(expected(work))
     print(f"\nEnriched views: {where}; {duplicates} duplicate records.")

@@ -10,8 +10,8 @@ and the benchmarks use them; your tests can too (as with `delta.testing`).
   sequence in continuous mode. Each is computed from the input alone, never from the plugin.
 - `sharedstate.testing.kafka`: a local Kafka broker (KRaft, Kafka's jars from Maven Central, on
   127.0.0.1) with helpers to create topics, produce and read records (docs/kafka.md).
-- `sharedstate.testing.streams`: wait for a condition or for a query to drain, failing instead of
-  hanging.
+- `sharedstate.testing.streams`: wait for a condition, for a query to drain or for a file sink to
+  hold a number of rows, failing instead of hanging.
 
     from sharedstate.testing.adcamp import make_workload, accepted_updates, oracle
     from sharedstate.testing.streams import drained, wait_until

@@ -40,3 +40,26 @@ def drained(query, timeout: float = 120) -> None:
         raise AssertionError(f"processAllAvailable() of {query.name or query.id} did not return within {timeout}s")
     if errors:
         raise errors[0]
+
+
+def committed_rows(spark, path, *queries) -> int:
+    """Rows a file sink has committed at `path` (0 before its first commit); fails if a query failed."""
+    check_running(*queries)
+    try:
+        return spark.read.parquet(str(path)).count()
+    except Exception:  # nothing committed yet: the directory or its manifest does not exist
+        return 0
+
+
+def wait_for_rows(spark, path, expected: int, *queries, timeout: float | None = None) -> None:
+    """Waits until the file sink at `path` holds `expected` rows, then drains and stops `queries`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while (n := committed_rows(spark, path, *queries)) < expected:
+        if deadline is not None and time.monotonic() > deadline:
+            raise AssertionError(f"only {n} of {expected} rows in {path} after {timeout}s")
+        time.sleep(1)
+    # Drained: the input is processed and U is still, so nothing may come twice.
+    for q in queries:
+        q.processAllAvailable()
+    for q in queries:
+        q.stop()

@@ -13,9 +13,10 @@ import org.apache.spark.sql.types.StructType
 
 /**
  * The store a task updates to turn `version` into `version + 1`. It writes straight into the
- * provider's live map and keeps, per key it touched, the value before its first change: abort puts
- * those back, and commit writes the touched keys with their new values as the version's changelog.
- * So a batch costs its changes only (no copy of the map), and the changelog is the undo log's keys.
+ * provider's live map, which keeps, per key it touched, the address of the value before its first
+ * change: abort puts those back, and commit writes the touched keys with their new values as the
+ * version's changelog. So a batch costs its changes only (no copy of the map), and the changelog is
+ * the undo log's keys.
  */
 private[sharedstate] final class SharedStateStore(
     protected val provider: SharedStateStoreProvider,
@@ -32,10 +33,12 @@ private[sharedstate] final class SharedStateStore(
   private case object Aborted extends Phase
 
   @volatile private var phase: Phase = Updating
-  // Key -> its value before this store first changed it (null: it was absent).
-  private val before = new java.util.HashMap[UnsafeRow, UnsafeRow]()
   private var changelogBytes = 0L
   private var commitMs = 0L
+  private var changedKeys = 0L
+
+  // The map keeps this store's undo log (addresses of the values before its changes).
+  map.beginBatch()
 
   Option(TaskContext.get()).foreach(_.addTaskCompletionListener[Unit] { _ =>
     if (phase == Updating) abort()
@@ -45,16 +48,13 @@ private[sharedstate] final class SharedStateStore(
     provider.checkColumnFamily(colFamilyName)
     require(value != null, "Cannot put a null value")
     checkUpdating("put")
-    val k = key.copy()
-    val prev = map.put(k, value.copy())
-    if (!before.containsKey(k)) before.put(k, prev)
+    map.put(key, value)
   }
 
   override def remove(key: UnsafeRow, colFamilyName: String): Unit = {
     provider.checkColumnFamily(colFamilyName)
     checkUpdating("remove")
-    val prev = map.remove(key)
-    if (prev != null && !before.containsKey(key)) before.put(key.copy(), prev)
+    map.remove(key)
   }
 
   override def commit(): Long = {
@@ -63,24 +63,26 @@ private[sharedstate] final class SharedStateStore(
       val started = System.nanoTime()
       val newVersion = version + 1
       changelogBytes = provider.files.write(provider.files.changelog(newVersion), StoreFiles.ChangelogMagic) { out =>
-        val keys = before.keySet.iterator
-        while (keys.hasNext) {
-          val k = keys.next()
-          out.write(k, map.get(k))
-        }
+        map.foreachChange((k, v) => out.write(k, v))
       }
-      if (forceSnapshotOnCommit) provider.writeSnapshot(newVersion, map)
+      if (forceSnapshotOnCommit) provider.writeSnapshot(newVersion, map.frozen())
+      changedKeys = map.changedKeys.toLong
+      // The rows point into pages that never change: the listeners may keep them.
+      val changes =
+        if (!StoreCommitHook.active) null
+        else {
+          val buf = new scala.collection.mutable.ArrayBuffer[(UnsafeRow, UnsafeRow)](map.changedKeys)
+          map.foreachChange((k, v) => buf += ((k, v)))
+          buf.toSeq
+        }
+      map.endBatch()
       commitMs = (System.nanoTime() - started) / 1000000L
       map.version = newVersion
       phase = Committed
       provider.committed(this, map)
-      if (StoreCommitHook.active) {
-        val changes = new Array[(UnsafeRow, UnsafeRow)](before.size)
-        var i = 0
-        before.keySet.forEach { k => changes(i) = (k, map.get(k)); i += 1 }
-        StoreCommitHook.committed(id, newVersion, changes.toSeq, provider.keySchema, provider.valueSchema,
+      if (changes != null)
+        StoreCommitHook.committed(id, newVersion, changes, provider.keySchema, provider.valueSchema,
           provider.storeConf, provider.hadoopConf)
-      }
       if (provider.storeConf.commitValidationEnabled)
         StateStore.reportCommitToCoordinator(newVersion, id, provider.hadoopConf)
       newVersion
@@ -92,11 +94,7 @@ private[sharedstate] final class SharedStateStore(
   override def abort(): Unit = {
     if (phase == Updating) {
       phase = Aborted
-      before.forEach { (k, prev) =>
-        if (prev == null) map.remove(k) else map.put(k, prev)
-        ()
-      }
-      before.clear()
+      map.rollback()
       provider.closed(this)
     }
   }
@@ -104,7 +102,7 @@ private[sharedstate] final class SharedStateStore(
   override def metrics: StateStoreMetrics = {
     val custom = Map(
       SharedStateStoreMetrics.ChangelogBytes -> changelogBytes,
-      SharedStateStoreMetrics.ChangedKeys -> before.size.toLong,
+      SharedStateStoreMetrics.ChangedKeys -> (if (phase == Updating) map.changedKeys.toLong else changedKeys),
       SharedStateStoreMetrics.CommitDurationMs -> commitMs,
       SharedStateStoreMetrics.LoadedFromFiles -> (if (loadedFromFiles) 1L else 0L),
       SharedStateStoreMetrics.ForceSnapshot -> (if (forceSnapshotOnCommit) 1L else 0L)

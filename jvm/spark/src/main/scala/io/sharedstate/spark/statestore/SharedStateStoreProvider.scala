@@ -37,6 +37,10 @@ class SharedStateStoreProvider extends StateStoreProvider {
   private var live: StoreRowMap = _
   private var writer: SharedStateStore = _
   private var lastSnapshotVersion = -1L
+  private var snapshotting = false
+
+  /** Runs in maintenance between freezing the map and writing its snapshot (tests pause it there). */
+  @volatile private[sharedstate] var beforeSnapshotWrite: () => Unit = () => ()
 
   override def init(
       stateStoreId: StateStoreId,
@@ -120,14 +124,26 @@ class SharedStateStoreProvider extends StateStoreProvider {
     getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty = false)
   }
 
-  /** Snapshots the live map when due, then deletes the files no retained version needs. */
+  /**
+   * Snapshots the live map when due, then deletes the files no retained version needs. The
+   * snapshot is written from a frozen view of the committed map, outside the provider's lock: a
+   * task opening the store meanwhile does not wait for it.
+   */
   override def doMaintenance(): Unit = {
-    synchronized {
+    val due = synchronized {
       if (lastSnapshotVersion < 0) lastSnapshotVersion = files.versions()._2.maxOption.getOrElse(0L)
       // Only a committed map (no store updating it) is a version.
-      if (live != null && writer == null && live.version > 0 &&
-        live.version - lastSnapshotVersion >= storeConf.minDeltasForSnapshot)
-        writeSnapshot(live.version, live)
+      if (!snapshotting && live != null && writer == null && live.version > 0 &&
+        live.version - lastSnapshotVersion >= storeConf.minDeltasForSnapshot) {
+        snapshotting = true
+        Some((live.version, live.frozen()))
+      } else None
+    }
+    due.foreach { case (version, rows) =>
+      try {
+        beforeSnapshotWrite()
+        writeSnapshot(version, rows)
+      } finally synchronized { snapshotting = false }
     }
     cleanup()
   }
@@ -141,14 +157,8 @@ class SharedStateStoreProvider extends StateStoreProvider {
 
   override def toString: String = s"SharedStateStoreProvider[id=$id_]"
 
-  private[sharedstate] def writeSnapshot(version: Long, map: StoreRowMap): Unit = {
-    files.write(files.snapshot(version), StoreFiles.SnapshotMagic) { out =>
-      val it = map.entries
-      while (it.hasNext) {
-        val e = it.next()
-        out.write(e.getKey, e.getValue)
-      }
-    }
+  private[sharedstate] def writeSnapshot(version: Long, rows: StoreRowMap.Frozen): Unit = {
+    files.write(files.snapshot(version), StoreFiles.SnapshotMagic)(out => rows.foreach((k, v) => out.write(k, v)))
     synchronized { if (version > lastSnapshotVersion) lastSnapshotVersion = version }
   }
 
@@ -173,7 +183,7 @@ class SharedStateStoreProvider extends StateStoreProvider {
   private def load(version: Long): StoreRowMap = {
     if (version < 0) throw StateStoreErrorsBridge.unexpectedVersion(version)
     try {
-      val map = new StoreRowMap(keySchema, numColsPrefixKey, version)
+      val map = new StoreRowMap(keySchema, valueSchema.length, numColsPrefixKey, version)
       if (version > 0) {
         val (changelogs, snapshots) = files.versions()
         def chainFrom(start: Long) = (start + 1 to version).forall(changelogs.contains)
@@ -203,6 +213,7 @@ class SharedStateStoreProvider extends StateStoreProvider {
           }
           v += 1
         }
+        map.compactIfWasteful()
       }
       map
     } catch {

@@ -3,7 +3,10 @@ package io.sharedstate.spark.statestore
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.{StateStoreIterator, UnsafeRowPair}
 
-/** Iterators over a [[StoreRowMap]]; each reuses one pair, as Spark's own stores do. */
+/**
+ * Iterators over a [[StoreRowMap]]; each reuses one pair, as Spark's own stores do, with fresh rows
+ * per entry (they point into the map's pages, which never change, so the caller may keep them).
+ */
 private[sharedstate] object StoreIterators {
   def all(rows: StoreRowMap): StateStoreIterator[UnsafeRowPair] = {
     val entries = rows.entries
@@ -12,8 +15,8 @@ private[sharedstate] object StoreIterators {
       new Iterator[UnsafeRowPair] {
         override def hasNext: Boolean = entries.hasNext
         override def next(): UnsafeRowPair = {
-          val e = entries.next()
-          pair.withRows(e.getKey, e.getValue)
+          val (k, v) = entries.next()
+          pair.withRows(k, v)
         }
       },
       () => ()

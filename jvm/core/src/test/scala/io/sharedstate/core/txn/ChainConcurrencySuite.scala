@@ -19,19 +19,25 @@ class LincheckedTransactionRun {
   private val went = ConcurrentHashMap.newKeySet[OperationChain]()
   private val parkedChains = ConcurrentHashMap.newKeySet[OperationChain]()
   private val resolves = new AtomicInteger()
-  private val run = new TransactionRun(TransactionId("w", 0, 0, 0),
-    new Transaction(0L, IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)), IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)),
-      StreamingLedger.Deposit(1, 1)), 0)
+  private val run = new TransactionRun(
+    TransactionId("w", 0, 0, 0),
+    new Transaction(0L, IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)),
+      IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)),
+      StreamingLedger.Deposit(1, 1)),
+    0
+  )
   private val partition = new StatePartition(0, UpdateRule.Replace)
   private var read0 = false
   private var read1 = false
-  private val resume: OperationChain => Unit = c => resumed.computeIfAbsent(c, _ => new AtomicInteger()).incrementAndGet()
+  private val resume: OperationChain => Unit =
+    c => resumed.computeIfAbsent(c, _ => new AtomicInteger()).incrementAndGet()
 
   @Operation(nonParallelGroup = "read0")
   def resolve0(): Unit = if (!read0) { read0 = true; resolves.incrementAndGet(); run.resolveRead(0, None, resume) }
 
   @Operation(nonParallelGroup = "read1")
-  def resolve1(): Unit = if (!read1) { read1 = true; resolves.incrementAndGet(); run.resolveRead(1, Some(TxnRows.long(5)), resume) }
+  def resolve1(): Unit =
+    if (!read1) { read1 = true; resolves.incrementAndGet(); run.resolveRead(1, Some(TxnRows.long(5)), resume) }
 
   @Operation
   def park(): String = {
@@ -46,7 +52,8 @@ class LincheckedTransactionRun {
   @Validate
   def everyParkedChainResumedOnce(): Unit = {
     if (resolves.get == 2) {
-      parkedChains.forEach(c => check(resumed.get(c) != null && resumed.get(c).get == 1, "a parked chain was not resumed exactly once"))
+      parkedChains.forEach(c =>
+        check(resumed.get(c) != null && resumed.get(c).get == 1, "a parked chain was not resumed exactly once"))
       check(run.decided && run.committed, "both reads resolved but no commit decision")
     } else parkedChains.forEach(c => check(resumed.get(c) == null, "a chain was resumed before the decision"))
     went.forEach(c => check(resumed.get(c) == null, "a chain that went on was resumed"))
@@ -84,30 +91,31 @@ class ChainConcurrencySuite extends AnyFunSuite {
   test("one large contended round on 4 threads equals the sequential oracle (seeded stress)") {
     val pool = new ForkJoinPool(4)
     try (1 to (if (long) 200 else 12)).foreach { seed =>
-      val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
-      val states = workload.states.map(new State(_))
-      val group = new TransactionGroup("stress", states, pool, 4)
-      val oracle = new SequentialTransactions(workload.states)
-      group.registerWriter("w")
-      val batch = new TransactionBatch
-      workload.events(seed).foreach {
-        case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
-        case other => fail(s"unexpected $other")
+        val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
+        val states = workload.states.map(new State(_))
+        val group = new TransactionGroup("stress", states, pool, 4)
+        val oracle = new SequentialTransactions(workload.states)
+        group.registerWriter("w")
+        val batch = new TransactionBatch
+        workload.events(seed).foreach {
+          case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
+          case other => fail(s"unexpected $other")
+        }
+        group.stage("w", 0, 0, batch)
+        group.commitEpoch("w", 0, 0L)
+        group.finishWriter("w") // U to +infinity: the whole batch is one round
+        val engine = group.drainOutcomes()
+        val expected = oracle.run()
+        assert(engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))) ==
+            expected.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))), s"seed $seed outcomes")
+        states.foreach { s =>
+          (0 until s.partitionCount).foreach(p =>
+            s.partition(p).foreachEntry { (k, set) =>
+              val h = oracle.histories((s.name, k.bytes.toSeq))
+              assert((0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)) == h, s"seed $seed ${s.name}")
+            })
+        }
       }
-      group.stage("w", 0, 0, batch)
-      group.commitEpoch("w", 0, 0L)
-      group.finishWriter("w") // U to +infinity: the whole batch is one round
-      val engine = group.drainOutcomes()
-      val expected = oracle.run()
-      assert(engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))) ==
-        expected.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))), s"seed $seed outcomes")
-      states.foreach { s =>
-        (0 until s.partitionCount).foreach(p => s.partition(p).foreachEntry { (k, set) =>
-          val h = oracle.histories((s.name, k.bytes.toSeq))
-          assert((0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)) == h, s"seed $seed ${s.name}")
-        })
-      }
-    }
     finally pool.shutdownNow()
   }
 }

@@ -14,7 +14,8 @@ final class RandomMixWorkload(n: Int, keys: Int) extends TxnWorkload {
   val states: Seq[StateSpec] = Seq(
     StateSpec("mix_a", "k BIGINT", "v BIGINT", 2, "sum"),
     StateSpec("mix_b", "k BIGINT", "v BIGINT", 1, "replace"),
-    StateSpec("mix_c", "k BIGINT", "v BIGINT", 3, "max"))
+    StateSpec("mix_c", "k BIGINT", "v BIGINT", 3, "max")
+  )
 
   def events(seed: Long): IndexedSeq[TxnEvent] = {
     val rnd = new Random(seed)
@@ -30,10 +31,16 @@ final class RandomMixWorkload(n: Int, keys: Int) extends TxnWorkload {
       } else {
         val reads = IndexedSeq.fill(rnd.nextInt(4))(key())
         // Often writes what it reads (read-modify-write), sometimes other keys (a transfer).
-        val writes = IndexedSeq.fill(rnd.nextInt(4))(if (reads.nonEmpty && rnd.nextBoolean()) reads(rnd.nextInt(reads.length)) else key())
-        val logic = MixLogic(add = rnd.nextInt(50), abortMod = rnd.nextInt(7), deleteMask = rnd.nextInt(16) & rnd.nextInt(16),
-          keepMask = rnd.nextInt(16) & rnd.nextInt(16), throwMod = if (rnd.nextInt(10) == 0) rnd.nextInt(3) else -1,
-          bad = rnd.nextInt(40) == 0)
+        val writes = IndexedSeq.fill(rnd.nextInt(4))(
+          if (reads.nonEmpty && rnd.nextBoolean()) reads(rnd.nextInt(reads.length)) else key())
+        val logic = MixLogic(
+          add = rnd.nextInt(50),
+          abortMod = rnd.nextInt(7),
+          deleteMask = rnd.nextInt(16) & rnd.nextInt(16),
+          keepMask = rnd.nextInt(16) & rnd.nextInt(16),
+          throwMod = if (rnd.nextInt(10) == 0) rnd.nextInt(3) else -1,
+          bad = rnd.nextInt(40) == 0
+        )
         TxnEvent.Txn(new Transaction(time, reads, writes, logic, TxnRows.long(i.toLong)))
       }
     }

@@ -12,9 +12,11 @@ import scala.collection.mutable
  * (the caller decides lateness); [[run]] applies everything admitted and returns the outcomes.
  */
 final class SequentialTransactions(specs: Seq[StateSpec]) {
-  private val rules: Map[String, UpdateRule] = specs.map(s => s.name -> UpdateRule.resolve(s.updateRule, s.valueType)).toMap
+  private val rules: Map[String, UpdateRule] =
+    specs.map(s => s.name -> UpdateRule.resolve(s.updateRule, s.valueType)).toMap
   private val history = mutable.HashMap.empty[(String, Key), java.util.TreeMap[Long, Array[Byte]]]
-  private val admitted = mutable.ArrayBuffer.empty[(Long, Int, Long, Either[(String, Key, Array[Byte]), (TransactionId, Transaction)])]
+  private val admitted =
+    mutable.ArrayBuffer.empty[(Long, Int, Long, Either[(String, Key, Array[Byte]), (TransactionId, Transaction)])]
   private var arrival = 0L
   val ruleFailures = mutable.ArrayBuffer.empty[RejectedUpdate]
 
@@ -47,7 +49,8 @@ final class SequentialTransactions(specs: Seq[StateSpec]) {
           h.put(t, v)
         } catch {
           case e: Exception =>
-            ruleFailures += RejectedUpdate(key.bytes, t, value, s"${RejectedUpdate.RuleFailed}: ${e.getMessage}", "", -1, 0)
+            ruleFailures += RejectedUpdate(key.bytes, t, value, s"${RejectedUpdate.RuleFailed}: ${e.getMessage}", "",
+              -1, 0)
         }
       case (t, _, _, Right((id, txn))) => out += transaction(id, txn, t)
     }
@@ -60,8 +63,10 @@ final class SequentialTransactions(specs: Seq[StateSpec]) {
     val (writes, reason) =
       try
         txn.logic.decide(txn, view) match {
-          case TransactionDecision.Commit(ws) if ws != null && ws.length == txn.writes.length &&
-              ws.forall(w => w != null && (w match { case WriteValue.Put(v) => v != null && v.nonEmpty; case _ => true })) =>
+          case TransactionDecision.Commit(ws)
+              if ws != null && ws.length == txn.writes.length &&
+                ws.forall(w =>
+                  w != null && (w match { case WriteValue.Put(v) => v != null && v.nonEmpty; case _ => true })) =>
             (ws, null)
           case TransactionDecision.Commit(_) => (null, "bad_decision")
           case TransactionDecision.Abort(r) => (null, if (r == null) "aborted" else r)
@@ -79,7 +84,8 @@ final class SequentialTransactions(specs: Seq[StateSpec]) {
     TransactionOutcome(id, t, writes != null, view, reason, txn.payload)
   }
 
-  private def historyOf(state: String, key: Key) = history.getOrElseUpdate((state, key), new java.util.TreeMap[Long, Array[Byte]]())
+  private def historyOf(state: String, key: Key) =
+    history.getOrElseUpdate((state, key), new java.util.TreeMap[Long, Array[Byte]]())
 
   private def valueAt(h: java.util.TreeMap[Long, Array[Byte]], t: Long): Option[Array[Byte]] = {
     val e = h.floorEntry(t)

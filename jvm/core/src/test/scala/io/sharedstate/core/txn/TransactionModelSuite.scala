@@ -18,13 +18,16 @@ class TransactionModelSuite extends AnyFunSuite {
     assert(r.engineOutcomes.size == r.oracleOutcomes.size, s"$what: outcome count")
     r.engineOutcomes.zip(r.oracleOutcomes).zipWithIndex.foreach { case ((e, o), i) =>
       assert(e.id == o.id && e.time == o.time, s"$what: outcome $i is ${e.id}@${e.time}, oracle ${o.id}@${o.time}")
-      assert(e.committed == o.committed, s"$what: ${e.id} committed ${e.committed} (${e.reason}), oracle ${o.committed} (${o.reason})")
+      assert(e.committed == o.committed,
+        s"$what: ${e.id} committed ${e.committed} (${e.reason}), oracle ${o.committed} (${o.reason})")
       assert(e.reads.map(_.map(_.toSeq)) == o.reads.map(_.map(_.toSeq)), s"$what: reads of ${e.id}")
       assert(Option(e.payload).map(_.toSeq) == Option(o.payload).map(_.toSeq), s"$what: payload of ${e.id}")
-      if (!e.committed) assert(e.reason.takeWhile(_ != ':') == o.reason.takeWhile(_ != ':'), s"$what: reason of ${e.id}")
+      if (!e.committed)
+        assert(e.reason.takeWhile(_ != ':') == o.reason.takeWhile(_ != ':'), s"$what: reason of ${e.id}")
     }
     val keys = r.engineHistories.keySet ++ r.oracleHistories.keySet
-    keys.foreach(k => assert(r.engineHistories.get(k) == r.oracleHistories.get(k), s"$what: history of ${k._1} key ${k._2}"))
+    keys.foreach(k =>
+      assert(r.engineHistories.get(k) == r.oracleHistories.get(k), s"$what: history of ${k._1} key ${k._2}"))
   }
 
   test("random transactions and plain updates over three States equal the sequential oracle (1..4 threads)") {

@@ -91,7 +91,8 @@ final class TxnModelRun(workload: TxnWorkload, seed: Long, threads: Int) {
       (0 until s.partitionCount).flatMap { p =>
         val b = mutable.ArrayBuffer.empty[((String, Seq[Byte]), Seq[(Long, Seq[Byte])])]
         s.partition(p).foreachEntry { (k, set) =>
-          if (set.size > 0) b += ((s.name, k.bytes.toSeq) -> (0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)))
+          if (set.size > 0)
+            b += ((s.name, k.bytes.toSeq) -> (0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)))
         }
         b
       }

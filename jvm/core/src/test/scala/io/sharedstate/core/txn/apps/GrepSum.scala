@@ -33,7 +33,8 @@ object GrepSum {
 
   /** Reads only: the sum is the post-processing of the outcome's reads. */
   object Sum extends TransactionLogic {
-    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = TransactionDecision.Commit(IndexedSeq.empty)
+    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision =
+      TransactionDecision.Commit(IndexedSeq.empty)
   }
 
   final case class Write(value: Long) extends TransactionLogic {

@@ -29,7 +29,8 @@ final class OnlineBidding(events: Int, records: Int = 10000, skew: Double = 0.6)
           new Transaction(time, k, k, Bid(90L + rnd.nextInt(70), 1L + rnd.nextInt(30)))
         } else {
           val ks = picker.keys(rnd, Length).map(TxnRows.key(Items, _))
-          val logic = if (kind == 6) Alter(IndexedSeq.fill(Length)(80L + rnd.nextInt(80))) else Top(IndexedSeq.fill(Length)(1L + rnd.nextInt(50)))
+          val logic = if (kind == 6) Alter(IndexedSeq.fill(Length)(80L + rnd.nextInt(80)))
+          else Top(IndexedSeq.fill(Length)(1L + rnd.nextInt(50)))
           new Transaction(time, ks, ks, logic)
         }
       TxnEvent.Txn(txn)
@@ -64,7 +65,8 @@ object OnlineBidding {
 
   final case class Alter(prices: IndexedSeq[Long]) extends TransactionLogic {
     def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision =
-      TransactionDecision.Commit(reads.indices.map(j => WriteValue.Put(item(prices(j), read(txn.reads(j), reads(j))._2))))
+      TransactionDecision.Commit(
+        reads.indices.map(j => WriteValue.Put(item(prices(j), read(txn.reads(j), reads(j))._2))))
   }
 
   final case class Top(adds: IndexedSeq[Long]) extends TransactionLogic {

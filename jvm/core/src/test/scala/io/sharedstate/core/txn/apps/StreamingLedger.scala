@@ -33,7 +33,8 @@ final class StreamingLedger(events: Int, records: Int = 10000, skew: Double = 0.
           val Seq(srcA, dstA, srcB, dstB) = picker.keys(rnd, 4)
           val ks = IndexedSeq(TxnRows.key(Accounts, srcA), TxnRows.key(Accounts, dstA), TxnRows.key(Assets, srcB),
             TxnRows.key(Assets, dstB))
-          new Transaction(time, ks, ks, Transfer(rnd.nextInt(Initial.toInt / 2).toLong, rnd.nextInt(Initial.toInt / 2).toLong))
+          new Transaction(time, ks, ks,
+            Transfer(rnd.nextInt(Initial.toInt / 2).toLong, rnd.nextInt(Initial.toInt / 2).toLong))
         }
       TxnEvent.Txn(txn)
     }
@@ -58,8 +59,12 @@ object StreamingLedger {
     def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = {
       val Seq(sa, da, sb, db) = reads.map(balance)
       if (sa < account || sb < asset) TransactionDecision.Abort("insufficient balance")
-      else TransactionDecision.commit(WriteValue.Put(TxnRows.long(sa - account)), WriteValue.Put(TxnRows.long(da + account)),
-        WriteValue.Put(TxnRows.long(sb - asset)), WriteValue.Put(TxnRows.long(db + asset)))
+      else TransactionDecision.commit(
+        WriteValue.Put(TxnRows.long(sa - account)),
+        WriteValue.Put(TxnRows.long(da + account)),
+        WriteValue.Put(TxnRows.long(sb - asset)),
+        WriteValue.Put(TxnRows.long(db + asset))
+      )
     }
   }
 }

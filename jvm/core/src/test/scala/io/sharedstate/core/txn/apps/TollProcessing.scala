@@ -44,7 +44,8 @@ object TollProcessing {
   val Count = "tp_count"
 
   /** The toll from a segment's average speed and unique vehicles (Linear Road: congested below 40 mph). */
-  def toll(avgSpeed: Long, vehicles: Long): Long = if (avgSpeed >= 40 || vehicles <= 50) 0L else 2 * (vehicles - 50) * (vehicles - 50)
+  def toll(avgSpeed: Long, vehicles: Long): Long =
+    if (avgSpeed >= 40 || vehicles <= 50) 0L else 2 * (vehicles - 50) * (vehicles - 50)
 
   final case class RoadSpeed(speed: Long) extends TransactionLogic {
     def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = {
@@ -60,6 +61,7 @@ object TollProcessing {
   }
 
   object TollNotification extends TransactionLogic {
-    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = TransactionDecision.Commit(IndexedSeq.empty)
+    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision =
+      TransactionDecision.Commit(IndexedSeq.empty)
   }
 }

@@ -126,6 +126,11 @@ class TransactionGroupSuite extends AnyFunSuite {
         g.rejectedTransactions.head.payload)) && readLong(g.rejectedTransactions.head.payload) == 77L)
     assert(g.drainOutcomes().isEmpty && value(s, 1, 59).isEmpty)
     assert(g.commitEpoch("w", 1, 60).alreadyCommitted)
+    g.finishWriter("w")
+    assert(g.updateProgress == EventTime.PlusInfinity)
+    val e = intercept[SharedStateException](g.registerWriter("late_joiner"))
+    assert(e.getMessage.contains("is final"))
+    g.registerWriter("w") // already registered everywhere: nothing to join
   }
 
   test("a fetch waiting on a member is answered by the group's commit; the member's change feed gets the writes") {

@@ -87,6 +87,9 @@ final class State(val spec: StateSpec) {
   def registerWriter(writer: String): Unit = afterProgress(underCommitLock {
     val rejoining = !updateTracker.isActive(writer)
     val reopenAt = if (u == EventTime.PlusInfinity && rejoining && updateTracker.activeCount == 0) lastFiniteU else u
+    if (reopenAt != u && group != null) throw new SharedStateException(
+      s"State '${spec.name}' is in transaction group '${group.name}', which is final (every writer finished): " +
+        s"writer '$writer' cannot reopen it.")
     if (rejoining && journal != null) {
       journal.writerRegistered(writer, updateTracker.progressOf(writer).getOrElse(frontierOf(reopenAt)))
     }

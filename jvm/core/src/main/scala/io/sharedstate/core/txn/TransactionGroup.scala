@@ -73,7 +73,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
    * group is final (U = +infinity): a State reopens for a writer that registers then, a group does not.
    */
   def registerWriter(writer: String): Unit = {
-    if (u == EventTime.PlusInfinity && states.exists(_.writerProgress(writer).isEmpty)) throw new SharedStateException(
+    if (u == EventTime.PlusInfinity) throw new SharedStateException(
       s"Transaction group '$name' is final (every writer finished, U = +infinity): writer '$writer' cannot join it. " +
         "Create the States and their group anew.")
     states.foreach(_.registerWriter(writer))

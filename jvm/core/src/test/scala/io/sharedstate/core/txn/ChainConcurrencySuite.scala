@@ -67,7 +67,7 @@ class ChainConcurrencySuite extends AnyFunSuite {
 
   test("a transaction's reads, decision and parked writes: linearizable, no lost wake-up (Lincheck model checking)") {
     new ModelCheckingOptions()
-      .iterations(if (long) 200 else 20)
+      .iterations(if (long) 200 else 12)
       .invocationsPerIteration(if (long) 5000 else 300)
       .threads(3)
       .actorsPerThread(2)

@@ -130,7 +130,9 @@ class TransactionGroupSuite extends AnyFunSuite {
     assert(g.updateProgress == EventTime.PlusInfinity)
     val e = intercept[SharedStateException](g.registerWriter("late_joiner"))
     assert(e.getMessage.contains("is final"))
-    g.registerWriter("w") // already registered everywhere: nothing to join
+    intercept[SharedStateException](g.registerWriter("w")) // a finished writer cannot reopen it either
+    val e2 = intercept[SharedStateException](s.registerWriter("direct"))
+    assert(e2.getMessage.contains("cannot reopen it"))
   }
 
   test("a fetch waiting on a member is answered by the group's commit; the member's change feed gets the writes") {

@@ -29,7 +29,9 @@ final class State(val spec: StateSpec) {
   private val allowedFetchRules = spec.fetchRules.map(_.trim.toLowerCase).toSet
   private val allowedUserFetchClasses = spec.fetchRules.map(_.trim)
     .filter(_.toLowerCase.startsWith(FetchRule.ClassPrefix)).map(_.substring(FetchRule.ClassPrefix.length).trim).toSet
-  private val commitLock = new ReentrantLock()
+  // Replaced by the group's lock when the State joins a ProgressGroup (see underCommitLock).
+  @volatile private var commitLock = new ReentrantLock()
+  @volatile private var group: ProgressGroup = null
   private val updateTracker = new ProgressTracker("update", EventTime.MinusInfinity, finishedToInfinity = true)
   private val fetchTracker = new ProgressTracker("fetch", EventTime.MinusInfinity, finishedToInfinity = false)
   private val lastEpoch = mutable.HashMap.empty[String, Long]
@@ -85,6 +87,9 @@ final class State(val spec: StateSpec) {
   def registerWriter(writer: String): Unit = afterProgress(underCommitLock {
     val rejoining = !updateTracker.isActive(writer)
     val reopenAt = if (u == EventTime.PlusInfinity && rejoining && updateTracker.activeCount == 0) lastFiniteU else u
+    if (reopenAt != u && group != null) throw new SharedStateException(
+      s"State '${spec.name}' is in transaction group '${group.name}', which is final (every writer finished): " +
+        s"writer '$writer' cannot reopen it.")
     if (rejoining && journal != null) {
       journal.writerRegistered(writer, updateTracker.progressOf(writer).getOrElse(frontierOf(reopenAt)))
     }
@@ -133,7 +138,12 @@ final class State(val spec: StateSpec) {
    * @param finish the writer finishes with this epoch, in the same step (a bulk load)
    */
   def commitEpoch(writer: String, epoch: Long, progress: Long, payload: AnyRef = null,
-      finish: Boolean = false): CommitOutcome = afterProgress(underCommitLock {
+      finish: Boolean = false): CommitOutcome =
+    afterProgress(commitEpochLocked(writer, epoch, progress, payload, finish))
+
+  // The commit without answering pending fetches: a group commits its States with it under its lock.
+  private[core] def commitEpochLocked(writer: String, epoch: Long, progress: Long, payload: AnyRef,
+      finish: Boolean): CommitOutcome = underCommitLock {
     if (!updateTracker.isRegistered(writer)) {
       throw new SharedStateException(s"Writer '$writer' is not registered on State '${spec.name}'.")
     }
@@ -160,7 +170,7 @@ final class State(val spec: StateSpec) {
       journalRejected()
       CommitOutcome(alreadyCommitted = false, accepted, rejected, u)
     }
-  })
+  }
 
   /** Reports a writer's update progress without an epoch (a Progress operator); going back is an error. */
   def reportUpdateProgress(writer: String, progress: Long): Unit = afterProgress(underCommitLock {
@@ -664,7 +674,15 @@ final class State(val spec: StateSpec) {
   }
 
   // Applies what the new U makes final before publishing it (see the class comment). U never goes back.
+  // A State in a group leaves it to the group, which applies and publishes U for all its States at once.
   private def publishProgress(newU: Long): Unit = {
+    val g = group
+    if (g != null) g.advance()
+    else applyAndPublish(newU)
+  }
+
+  /** Applies this State's staged updates below `newU` on its own (no transaction), then publishes U. */
+  private[core] def applyAndPublish(newU: Long): Unit = {
     if (newU > u) {
       val horizon = math.min(f, newU)
       val busy = parts.count(_.stagedCount > 0)
@@ -696,13 +714,58 @@ final class State(val spec: StateSpec) {
   private def drainPending(): Unit = pending.drain(u, answer)
 
   // Pending fetches are answered after the commit lock is released, so callbacks never run under it.
-  private def afterProgress[T](result: T): T = { drainPending(); result }
-
-  private def underCommitLock[T](body: => T): T = {
-    commitLock.lock()
-    try body
-    finally commitLock.unlock()
+  // In a group, a commit on this State may have moved every member's U.
+  private def afterProgress[T](result: T): T = {
+    val g = group
+    if (g != null) g.drainPendingFetches() else drainPending()
+    result
   }
+
+  // The lock read, taken, and checked again: a State joining a group swaps it, and a thread that took
+  // the old one meanwhile retries on the new one.
+  private def underCommitLock[T](body: => T): T = {
+    var l = commitLock
+    l.lock()
+    while (l ne commitLock) { l.unlock(); l = commitLock; l.lock() }
+    try body
+    finally l.unlock()
+  }
+
+  // ---- hooks for a ProgressGroup (io.sharedstate.core.txn.TransactionGroup) ----
+
+  /**
+   * Joins `g`: from now on this State's commits and progress events run under `lock` (the group's,
+   * shared by its States, so one step of any of them sees all of them still) and advancing U is the
+   * group's ([[ProgressGroup.advance]]).
+   */
+  private[core] def joinGroup(g: ProgressGroup, lock: ReentrantLock): Unit = underCommitLock {
+    if (group != null) throw new SharedStateException(
+      s"State '${spec.name}' is already in transaction group '${group.name}'; a State belongs to at most one group.")
+    group = g
+    commitLock = lock
+  }
+
+  /** Leaves the group: U is this State's own again (from its next progress event). */
+  private[core] def leaveGroup(): Unit = underCommitLock {
+    group = null
+    commitLock = new ReentrantLock()
+  }
+
+  /** U as this State's writers alone would set it (the minimum over its active writers). */
+  private[core] def writersProgress: Long = updateTracker.current
+
+  /** Publishes U decided by the group, after the group applied everything below it. */
+  private[core] def publishGroupProgress(newU: Long): Unit = if (newU > u) {
+    u = newU
+    if (EventTime.isFinite(newU)) lastFiniteU = newU
+  }
+
+  /** Routes an update the group's applier rejected (a rule failure) like this State's own rejections. */
+  private[core] def rejectApplied(r: RejectedUpdate): Unit = reject(r)
+
+  private[core] def drainPendingFetches(): Unit = drainPending()
+
+  private[core] def partitionsInternal: Array[StatePartition] = parts
 }
 
 object State {

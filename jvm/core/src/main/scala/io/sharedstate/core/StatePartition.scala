@@ -60,27 +60,53 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val ready = staged.takeBefore(progress)
     applyReady(ready, horizon, rejected)
     if (ready == null) StatePartition.NoChanges
-    else {
-      val touched = new java.util.HashSet[Key](math.max(16, ready.size * 2))
-      val out = ArrayBuffer.empty[Change]
-      var i = 0
-      while (i < ready.size) {
-        val key = ready.keys(i)
-        if (touched.add(key)) {
-          val set = entries.get(key)
-          if (set != null) {
-            var j = set.firstIndexAtOrAfter(from)
-            while (j < set.size && set.timeAt(j) < progress) {
-              out += Change(key.bytes, set.timeAt(j), set.valueAt(j)); j += 1
-            }
+    else changesOf(Iterator.tabulate(ready.size)(ready.keys(_)), from, progress)
+  }
+
+  /** The stored pairs with from <= timestamp < progress of `keys` (repeats ignored), in [[ChangeScan]] order. */
+  private[core] def changesOf(keys: Iterator[Key], from: Long, progress: Long): Array[Change] = {
+    val touched = new java.util.HashSet[Key]()
+    val out = ArrayBuffer.empty[Change]
+    keys.foreach { key =>
+      if (touched.add(key)) {
+        val set = entries.get(key)
+        if (set != null) {
+          var j = set.firstIndexAtOrAfter(from)
+          while (j < set.size && set.timeAt(j) < progress) {
+            out += Change(key.bytes, set.timeAt(j), set.valueAt(j)); j += 1
           }
         }
-        i += 1
       }
-      val changes = out.toArray
-      Arrays.sort(changes, ChangeScan.Order)
-      changes
     }
+    val changes = out.toArray
+    Arrays.sort(changes, ChangeScan.Order)
+    changes
+  }
+
+  // ---- hooks for a transaction group's applier (io.sharedstate.core.txn) ----
+
+  /** Removes and returns the staged updates with time < `progress`, in arrival order; null if none. */
+  private[core] def takeStagedBefore(progress: Long): StagedUpdates = staged.takeBefore(progress)
+
+  private[core] def updateRule: UpdateRule = rule
+  private[core] def compactionRule: CompactionRule = compaction
+
+  /**
+   * Publishes `after` as the entry of `key` if it is still `before` (a compare-and-set, as the chains
+   * of [[applyBefore]] publish), counting `applied` updates and `pairsDropped` compacted pairs.
+   * False when a compaction replaced the entry meanwhile: rebuild from the new entry and retry.
+   */
+  private[core] def publishEntry(
+      key: Key, before: ValueSet, after: ValueSet, applied: Int, pairsDropped: Int): Boolean = {
+    val published =
+      if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
+    if (published) {
+      val c = changed
+      if (c != null) c.add(key)
+      account(key, before, after, pairsDropped)
+      if (applied > 0) appliedCount.addAndGet(applied.toLong)
+    }
+    published
   }
 
   private def applyReady(ready: StagedUpdates, horizon: Long, rejected: RejectedUpdate => Unit): Int = {

@@ -23,6 +23,9 @@ final class ValueSet private (
   def valueOffset(i: Int): Int = if (i == 0) 0 else ends(i - 1)
   def valueLength(i: Int): Int = ends(i) - valueOffset(i)
 
+  /** Pair i is a transaction's delete ([[ValueSet.Deleted]]). */
+  def isDeleted(i: Int): Boolean = valueLength(i) == 0
+
   /** The packed value bytes, to read value i in place at [valueOffset(i), valueOffset(i) + valueLength(i)). */
   def packedValues: Array[Byte] = data
 
@@ -69,6 +72,12 @@ final class ValueSet private (
 
 object ValueSet {
   val Empty: ValueSet = new ValueSet(Array.emptyLongArray, Array.emptyIntArray, Array.emptyByteArray)
+
+  /**
+   * The value of a pair a transaction's delete stored: empty (a value row of a State's value type is
+   * never empty: it holds at least its null bitset). Fetches read it as no value at that time.
+   */
+  val Deleted: Array[Byte] = Array.emptyByteArray
 
   /** A set of the given pairs (times ascending, distinct). */
   def of(times: Array[Long], values: Array[Array[Byte]]): ValueSet = {

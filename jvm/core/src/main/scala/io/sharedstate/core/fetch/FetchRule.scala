@@ -30,7 +30,8 @@ object FetchRule {
       if (set == null) FetchAnswer.Absent
       else {
         val i = set.latestIndex(t)
-        if (i < 0) FetchAnswer.Absent else FetchAnswer.Found(set.timeAt(i), set.valueAt(i))
+        // A transaction's delete (an empty value) reads as no value.
+        if (i < 0 || set.isDeleted(i)) FetchAnswer.Absent else FetchAnswer.Found(set.timeAt(i), set.valueAt(i))
       }
   }
 
@@ -43,8 +44,8 @@ object FetchRule {
       else {
         val a = set.firstIndexAtOrAfter(from)
         val b = set.latestIndex(t) + 1
-        val n = math.max(0, b - a)
-        FetchAnswer.Pairs(Array.tabulate(n)(i => set.timeAt(a + i)), Array.tabulate(n)(i => set.valueAt(a + i)))
+        val live = (a until math.max(a, b)).filterNot(set.isDeleted) // without a transaction's deletes
+        FetchAnswer.Pairs(live.map(set.timeAt).toArray, live.map(set.valueAt).toArray)
       }
     }
   }

@@ -43,32 +43,34 @@ final case class RangeAggregate(function: String, from: Long, valueType: ValueTy
 
   def answer(set: ValueSet, t: Long): FetchAnswer = {
     val (a, b) = if (set == null || from > t) (0, 0) else (set.firstIndexAtOrAfter(from), set.latestIndex(t) + 1)
+    // The pairs in range, without a transaction's deletes (rare: only then is a filtered copy made).
+    val range = a until math.max(a, b)
+    val live: IndexedSeq[Int] = if (range.exists(set.isDeleted)) range.filterNot(set.isDeleted) else range
     function match {
       case "count" =>
         val w = new BinaryRowWriter(1)
-        w.setLong(0, math.max(0, b - a).toLong)
-        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = b <= a)
+        w.setLong(0, live.size.toLong)
+        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = live.isEmpty)
       case "collect" =>
-        val values = (a until b).map(i => BinaryRow.decode(valueType, set.valueAt(i))(0)).toArray
+        val values = live.map(i => BinaryRow.decode(valueType, set.valueAt(i))(0)).toArray
         val w = new BinaryRowWriter(1)
         w.setArray(0, valueType(0), values, valueType.fields(0).name)
-        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = b <= a)
-      case _ if b <= a => FetchAnswer.Absent
-      case "avg" => FetchAnswer.Aggregate(average(set, a, b), resultType)
+        FetchAnswer.Aggregate(w.toBytes, resultType, emptyRange = live.isEmpty)
+      case _ if live.isEmpty => FetchAnswer.Absent
+      case "avg" => FetchAnswer.Aggregate(average(set, live), resultType)
       case f =>
         val op = if (f == "sum") NumericOp.Sum else if (f == "min") NumericOp.Min else NumericOp.Max
-        var acc = set.valueAt(a)
-        var i = a + 1
-        while (i < b) { acc = NumericRule.combine(valueType, row, op, acc, set.valueAt(i)); i += 1 }
+        var acc = set.valueAt(live(0))
+        var i = 1
+        while (i < live.size) { acc = NumericRule.combine(valueType, row, op, acc, set.valueAt(live(i))); i += 1 }
         FetchAnswer.Aggregate(acc, resultType)
     }
   }
 
-  private def average(set: ValueSet, a: Int, b: Int): Array[Byte] = {
+  private def average(set: ValueSet, live: IndexedSeq[Int]): Array[Byte] = {
     val sums = new Array[Double](valueType.size)
     val counts = new Array[Long](valueType.size)
-    var i = a
-    while (i < b) {
+    live.foreach { i =>
       val v = set.valueAt(i)
       var c = 0
       while (c < valueType.size) {
@@ -83,7 +85,6 @@ final case class RangeAggregate(function: String, from: Long, valueType: ValueTy
         }
         c += 1
       }
-      i += 1
     }
     val w = new BinaryRowWriter(valueType.size)
     (0 until valueType.size).foreach(c => if (counts(c) == 0) w.setNull(c) else w.setDouble(c, sums(c) / counts(c)))

@@ -1,0 +1,214 @@
+package io.sharedstate.core.txn
+
+import io.sharedstate.core.{EventTime, ProgressGroup, SharedStateException, State}
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
+import java.util.concurrent.locks.ReentrantLock
+import scala.collection.mutable
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
+
+/**
+ * States that transactions read and write together, and that therefore become final together.
+ *
+ * Creating a group joins its States: from then on they share one commit lock, and their update
+ * progress is the group's: U = the minimum over the writers of every member (a writer of any member
+ * holds back all of them), applied and published for all members in one step. A member's plain
+ * updates (staged and committed on the State as before, rules and all) and the group's transactions
+ * are applied in that step, per key in (time, tie) order: at one time a key's plain updates first
+ * (arrival order), then transactions in [[TransactionId]] order, each transaction's reads of a key
+ * before its writes of it. The step runs the per-key operation chains on `executor` (the common
+ * fork/join pool by default, the pool States apply on; null = the committing thread), without locks
+ * (see [[ChainScheduler]]), and publishes U on every member only after every chain published.
+ *
+ * A writer registers on the group (it is registered on every member), stages transactions per
+ * (writer, epoch, task) with [[stage]] (a retry replaces the task's batch) and plain updates on the
+ * members with `State.stage`, then commits the epoch with [[commitEpoch]]: a transaction below the
+ * group's U then is late and goes to [[rejectedTransactions]]; the others wait for U to pass their
+ * time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
+ *
+ * Not journaled: a member's plain updates are journaled as before, the group's transactions are not
+ * (a durable caller re-stages and re-commits them from its own log).
+ */
+final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
+    extends ProgressGroup {
+  if (members.isEmpty) throw new SharedStateException(s"Transaction group '$name' needs at least one State.")
+  private val dup = members.groupBy(_.name).collect { case (n, ss) if ss.size > 1 => n }
+  if (dup.nonEmpty) throw new SharedStateException(
+    s"Transaction group '$name' names State(s) ${dup.toSeq.sorted.mkString(", ")} more than once.")
+
+  /** The member States, in the order given. */
+  val states: IndexedSeq[State] = members.toIndexedSeq
+  private val byName: Map[String, State] = states.iterator.map(s => s.name -> s).toMap
+  private val lock = new ReentrantLock()
+  private val round =
+    new TransactionRound(states,
+      if (executor == null) ChainScheduler.inline else new ChainScheduler(executor, parallelism))
+  private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, TransactionBatch]]()
+  private val lastEpoch = mutable.HashMap.empty[String, Long]
+  private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
+  private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
+  private val rejected = new ConcurrentLinkedQueue[RejectedTransaction]()
+  // The group's U: the largest member U when created (nothing below it may change), then advanced for all.
+  @volatile private var u: Long = states.map(_.updateProgress).max
+
+  {
+    val joined = ArrayBuffer.empty[State]
+    try states.foreach { s => s.joinGroup(this, lock); joined += s }
+    catch { case e: Throwable => joined.foreach(_.leaveGroup()); throw e }
+  }
+
+  def this(name: String, members: Seq[State]) =
+    this(name, members, java.util.concurrent.ForkJoinPool.commonPool(),
+      java.util.concurrent.ForkJoinPool.getCommonPoolParallelism)
+
+  /** The group's update progress: every value of every member and every transaction below it is final. */
+  def updateProgress: Long = u
+
+  def state(name: String): State = byName.getOrElse(name, throw unknownState(name))
+
+  // ---- writers ----
+
+  /**
+   * Registers `writer` on every member (see State.registerWriter). Once every writer has finished the
+   * group is final (U = +infinity): a State reopens for a writer that registers then, a group does not.
+   */
+  def registerWriter(writer: String): Unit = {
+    if (u == EventTime.PlusInfinity) throw new SharedStateException(
+      s"Transaction group '$name' is final (every writer finished, U = +infinity): writer '$writer' cannot join it. " +
+        "Create the States and their group anew.")
+    states.foreach(_.registerWriter(writer))
+  }
+
+  /** Reports a writer's progress on every member without an epoch. */
+  def reportUpdateProgress(writer: String, progress: Long): Unit =
+    states.foreach(_.reportUpdateProgress(writer, progress))
+
+  def finishWriter(writer: String): Unit = states.foreach(_.finishWriter(writer))
+  def pauseWriter(writer: String): Unit = states.foreach(_.pauseWriter(writer))
+
+  /** Forgets `writer` on every member, with what it staged. */
+  def deregisterWriter(writer: String): Unit = {
+    underLock {
+      staging.keySet.asScala.filter(_._1 == writer).foreach(staging.remove)
+      lastEpoch -= writer
+    }
+    states.foreach(_.deregisterWriter(writer))
+  }
+
+  /**
+   * Stages the transactions one task of `writer` produced in `epoch`; a retried task replaces its
+   * earlier attempt. Fails, naming it, on a transaction that touches a State outside the group.
+   */
+  def stage(writer: String, epoch: Long, task: Int, batch: TransactionBatch): Unit = {
+    var i = 0
+    while (i < batch.size) {
+      batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+      i += 1
+    }
+    staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, TransactionBatch]()).put(task, batch)
+  }
+
+  /** Drops what an aborted epoch staged, transactions and plain updates. */
+  def abortEpoch(writer: String, epoch: Long): Unit = {
+    staging.remove((writer, epoch))
+    states.foreach(_.abortEpoch(writer, epoch))
+  }
+
+  /**
+   * Commits `epoch` of `writer` on the group: its transactions (late ones rejected against the group's
+   * U now) and, on every member, its plain updates, with the writer's new progress. Idempotent like
+   * State.commitEpoch. Whatever U now passes is applied before this returns.
+   *
+   * @param payloads per member State name, the payload its journal records with the commit (see
+   *                 State.commitEpoch; a durable State's data files)
+   */
+  def commitEpoch(writer: String, epoch: Long, progress: Long, finish: Boolean = false,
+      payloads: Map[String, AnyRef] = Map.empty): TransactionGroup.CommitOutcome = {
+    val out = underLock {
+      states.foreach { s =>
+        if (s.writerProgress(writer).isEmpty) throw new SharedStateException(
+          s"Writer '$writer' is not registered on State '${s.name}' of transaction group '$name': register it " +
+            "with TransactionGroup.registerWriter.")
+      }
+      val tasks = Option(staging.remove((writer, epoch))).map(_.asScala.toSeq.sortBy(_._1)).getOrElse(Nil)
+      if (epoch <= lastEpoch.getOrElse(writer, -1L)) {
+        states.foreach(s => s.commitEpochLocked(writer, epoch, progress, payloads.getOrElse(s.name, null), finish))
+        TransactionGroup.CommitOutcome(alreadyCommitted = true, 0, 0, u)
+      } else {
+        val uNow = u
+        var accepted = 0
+        var late = 0
+        tasks.foreach { case (task, batch) =>
+          var i = 0
+          while (i < batch.size) {
+            val txn = batch(i)
+            val id = TransactionId(writer, epoch, task, i)
+            if (txn.time < uNow) {
+              rejected.add(RejectedTransaction(id, txn.time, RejectedTransaction.Late, uNow, txn.payload)); late += 1
+            } else { waiting += ((id, txn)); accepted += 1 }
+            i += 1
+          }
+        }
+        staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(staging.remove)
+        lastEpoch(writer) = epoch
+        states.foreach(s => s.commitEpochLocked(writer, epoch, progress, payloads.getOrElse(s.name, null), finish))
+        advance()
+        TransactionGroup.CommitOutcome(alreadyCommitted = false, accepted, late, u)
+      }
+    }
+    drainPendingFetches()
+    out
+  }
+
+  // ---- results ----
+
+  /** The outcomes that became final since the last call, in (time, id) order. */
+  def drainOutcomes(): Seq[TransactionOutcome] =
+    Iterator.continually(outcomes.poll()).takeWhile(_ != null).toVector
+
+  /** Late transactions, oldest first. */
+  def rejectedTransactions: Seq[RejectedTransaction] = rejected.asScala.toSeq
+
+  /** Transactions committed and waiting for U to pass their time. */
+  def waitingTransactions: Int = underLock(waiting.size)
+
+  /** Dissolves the group: each State's U is its own again. Transactions still waiting are dropped. */
+  def close(): Unit = underLock {
+    waiting.clear()
+    staging.clear()
+    states.foreach(_.leaveGroup())
+  }
+
+  // ---- the group's U ----
+
+  private[core] def advance(): Unit = underLock {
+    val newU = states.map(_.writersProgress).min
+    if (newU > u) {
+      val (ready, later) = waiting.partition(_._2.time < newU)
+      if (ready.isEmpty) states.foreach(_.applyAndPublish(newU))
+      else {
+        waiting.clear(); waiting ++= later
+        round.run(newU, ready.toIndexedSeq).foreach(outcomes.add)
+        states.foreach(_.publishGroupProgress(newU))
+      }
+      u = newU
+    }
+  }
+
+  private[core] def drainPendingFetches(): Unit = states.foreach(_.drainPendingFetches())
+
+  private def unknownState(n: String): SharedStateException = new SharedStateException(
+    s"Transaction group '$name' has no State '$n'. Its States: ${states.map(_.name).mkString(", ")}.")
+
+  private def underLock[T](body: => T): T = {
+    lock.lock()
+    try body
+    finally lock.unlock()
+  }
+}
+
+object TransactionGroup {
+
+  /** What [[TransactionGroup.commitEpoch]] did: transactions accepted and rejected as late, U after it. */
+  final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)
+}

@@ -1,0 +1,26 @@
+package io.sharedstate.core.partial
+
+/**
+ * What a reader sees of a partial State's stored value: the instances merged ([[merged]], what
+ * global fetches, as-of reads and the change stream give), or one instance ([[instance]], a local
+ * fetch). Serializable so plans and RPC messages can carry it.
+ */
+private[sharedstate] final class PartialView(val merge: PartialMerge) extends Serializable {
+
+  /** Every instance's value merged in instance order; null for a value with no instance. */
+  def merged(stored: Array[Byte]): Array[Byte] = {
+    if (stored == null) return null
+    val vs = PartialValues.values(stored)
+    if (vs.isEmpty) null
+    else {
+      var acc = vs(0)
+      var i = 1
+      while (i < vs.length) { acc = merge.merge(acc, vs(i)); i += 1 }
+      acc
+    }
+  }
+
+  /** The value of `instance`, null when it has none. */
+  def instance(stored: Array[Byte], instance: Int): Array[Byte] =
+    if (stored == null) null else PartialValues.valueOf(stored, instance)
+}

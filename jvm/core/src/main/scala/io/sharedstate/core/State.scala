@@ -28,6 +28,7 @@ final class State(val spec: StateSpec) {
     val r = UpdateRule.resolve(spec.updateRule, valueType)
     if (spec.isPartial) new PartialRule(r) else r
   }
+
   /** How readers see a partial State's instances; null for a State that is not partial. */
   private[sharedstate] val partialView: PartialView = spec.partialView
   private val compaction = CompactionRule.resolve(spec.compaction, valueType)

@@ -2,7 +2,7 @@ package io.sharedstate.core
 
 import io.sharedstate.core.compaction.CompactionRule
 import io.sharedstate.core.fetch.FetchRule
-import io.sharedstate.core.partial.{PartialMerge, PartialView}
+import io.sharedstate.core.partial.PartialView
 import io.sharedstate.core.row.ValueType
 import io.sharedstate.core.rules.UpdateRule
 
@@ -71,9 +71,9 @@ final case class StateSpec(
 
   /** How readers see the instances of a partial State; null when the State is not partial. */
   @transient private[sharedstate] lazy val partialView: PartialView =
-    if (isPartial) new PartialView(PartialMerge.resolve(name, partial, valueType)) else null
+    if (isPartial) new PartialView(name, partial, valueType) else null
 
-  partialView
+  if (isPartial) partialView.merge // resolving the merge checks it against the value type now
   keyType
 }
 

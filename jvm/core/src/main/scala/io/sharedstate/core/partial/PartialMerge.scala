@@ -53,12 +53,12 @@ object PartialMerge {
             case p if trimmed.regionMatches(true, 0, p.prefix, 0, p.prefix.length) =>
               p.create(trimmed.substring(p.prefix.length).trim, valueType)
           }.getOrElse(throw new SharedStateException(
-            s"State '$state': unknown partial merge '$name'. Supported: ${BuiltInNames.mkString(", ")}, " +
-              s"'${ClassPrefix}<class name>' for a class implementing ${classOf[PartialMerge].getName}" +
-              providers.map(p => s", '${p.prefix}...'").mkString +
-              (if (n.startsWith("expr:") && !providers.exists(_.prefix == "expr:"))
-                 " ('expr:' merges need the sharedstate Spark plugin on the classpath)."
-               else ".")))
+              s"State '$state': unknown partial merge '$name'. Supported: ${BuiltInNames.mkString(", ")}, " +
+                s"'${ClassPrefix}<class name>' for a class implementing ${classOf[PartialMerge].getName}" +
+                providers.map(p => s", '${p.prefix}...'").mkString +
+                (if (n.startsWith("expr:") && !providers.exists(_.prefix == "expr:"))
+                   " ('expr:' merges need the sharedstate Spark plugin on the classpath)."
+                 else ".")))
       }
     } catch {
       case e: SharedStateException if e.getMessage.startsWith(s"State '$state'") => throw e
@@ -76,8 +76,10 @@ object PartialMerge {
       var failures = 0
       // A listed provider whose classes are missing (Spark's, in an embedded JVM) is skipped.
       while (more && failures < 16) {
-        try { if (it.hasNext) { val p = it.next(); p.prefix; found += p } else more = false }
-        catch { case _: java.util.ServiceConfigurationError | _: LinkageError => failures += 1 }
+        try {
+          if (it.hasNext) { val p = it.next(); p.prefix; found += p }
+          else more = false
+        } catch { case _: java.util.ServiceConfigurationError | _: LinkageError => failures += 1 }
       }
       found.result()
     }.groupBy(_.getClass.getName).values.map(_.head).toSeq

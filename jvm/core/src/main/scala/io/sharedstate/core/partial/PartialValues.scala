@@ -42,7 +42,9 @@ private[sharedstate] object PartialValues {
     n
   }
 
-  def instances(bytes: Array[Byte]): Array[Int] = { val n = count(bytes); Array.tabulate(n)(i => Bytes.getInt(bytes, H + 4 * i)) }
+  def instances(bytes: Array[Byte]): Array[Int] = {
+    val n = count(bytes); Array.tabulate(n)(i => Bytes.getInt(bytes, H + 4 * i))
+  }
 
   def values(bytes: Array[Byte]): Array[Array[Byte]] = {
     val n = count(bytes)

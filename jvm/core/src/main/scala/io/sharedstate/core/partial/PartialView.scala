@@ -1,11 +1,16 @@
 package io.sharedstate.core.partial
 
+import io.sharedstate.core.row.ValueType
+
 /**
  * What a reader sees of a partial State's stored value: the instances merged ([[merged]], what
  * global fetches, as-of reads and the change stream give), or one instance ([[instance]], a local
- * fetch). Serializable so plans and RPC messages can carry it.
+ * fetch). Serializable so plans can carry it: it travels as the merge's name and is resolved again
+ * where it is used (a merge need not be serializable).
  */
-private[sharedstate] final class PartialView(val merge: PartialMerge) extends Serializable {
+private[sharedstate] final class PartialView(state: String, mergeName: String, valueType: ValueType)
+    extends Serializable {
+  @transient lazy val merge: PartialMerge = PartialMerge.resolve(state, mergeName, valueType)
 
   /** Every instance's value merged in instance order; null for a value with no instance. */
   def merged(stored: Array[Byte]): Array[Byte] = {

@@ -20,7 +20,7 @@ class PartialMergeSuite extends AnyFunSuite {
   private def dec(t: ValueType, b: Array[Byte]) = BinaryRow.decode(t, b).toSeq
   private def merged(ddl: String, merge: String, values: Seq[Seq[AnyRef]]): Seq[AnyRef] = {
     val t = ValueType.parse(ddl)
-    val view = new PartialView(PartialMerge.resolve("s", merge, t))
+    val view = new PartialView("s", merge, t)
     val stored = PartialValues.encode(values.indices.toArray, values.map(v => enc(t, v: _*)).toArray)
     dec(t, view.merged(stored))
   }
@@ -52,7 +52,8 @@ class PartialMergeSuite extends AnyFunSuite {
 
   test("a merge that does not fit the value type names the State, the merge and the type") {
     val e = intercept[SharedStateException](StateSpec("model", "k STRING", "s STRING", 1, "replace", partial = "sum"))
-    assert(e.getMessage.contains("State 'model'") && e.getMessage.contains("'sum'") && e.getMessage.contains("s STRING"))
+    assert(
+      e.getMessage.contains("State 'model'") && e.getMessage.contains("'sum'") && e.getMessage.contains("s STRING"))
     val u = intercept[SharedStateException](StateSpec("m", "k STRING", "n BIGINT", 1, "replace", partial = "union"))
     assert(u.getMessage.contains("'union'") && u.getMessage.contains("n BIGINT") && u.getMessage.contains("ARRAY"))
     val c = intercept[SharedStateException](

@@ -61,7 +61,7 @@ class PartialModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyCheck
         assert(read(partial.fetch(FetchRequest(keys(ki), at))) == global, s"global $ki@$at")
         val inst = rnd.nextInt(4)
         assert(read(partial.fetch(FetchRequest(keys(ki), at, LocalFetch(FetchRule.Latest, inst)))) ==
-          perInstance.get(inst), s"local $inst $ki@$at")
+            perInstance.get(inst), s"local $inst $ki@$at")
         if (rule == "sum" && merge == "sum")
           assert(read(plain.fetch(FetchRequest(keys(ki), at))) == global, s"plain $ki@$at")
       }
@@ -70,7 +70,8 @@ class PartialModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyCheck
         val w = writers(rnd.nextInt(2))
         if (rnd.nextInt(3) > 0) {
           val task = rnd.nextInt(4)
-          val rows = Seq.fill(rnd.nextInt(4))((rnd.nextInt(keys.size), frontier - 10 + rnd.nextInt(30), rnd.nextInt(20) - 5L))
+          val rows =
+            Seq.fill(rnd.nextInt(4))((rnd.nextInt(keys.size), frontier - 10 + rnd.nextInt(30), rnd.nextInt(20) - 5L))
           val pb = new UpdateBatch
           val qb = new UpdateBatch
           rows.foreach { case (ki, time, x) =>

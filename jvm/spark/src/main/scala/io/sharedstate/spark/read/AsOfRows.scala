@@ -13,7 +13,7 @@ private[sharedstate] object AsOfRows {
     Iterator.range(0, pairs.size).map { i =>
       val time = new GenericInternalRow(Array[Any](pairs.times(i)))
       new JoinedRow(StoredRows.wrap(pairs.keys(i), keyWidth),
-        new JoinedRow(StoredRows.wrap(pairs.values(i), valueWidth), time)).copy()
+        new JoinedRow(StoredRows.wrap(schemas.shown(pairs.values(i)), valueWidth), time)).copy()
     }
   }
 }

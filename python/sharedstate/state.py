@@ -235,9 +235,17 @@ class State:
         with translated():
             return DataFrame(self._jstate.changes(starting_offsets), self._spark)
 
-    def as_of(self, time: str | datetime | None = None) -> DataFrame:
-        """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
+    def as_of(self, time: str | datetime | None = None, instances: bool = False) -> DataFrame:
+        """The State as of ``time`` (default: now): per key, the newest final value at or before it.
+
+        A partial State's values are its instances merged; with ``instances=True`` a row per key and
+        instance instead (column ``instance``), each instance's own value."""
         with translated():
+            if instances:
+                reader = self._spark.read.format("sharedstate").option("state", self.name).option("instances", "true")
+                if time is not None:
+                    reader = reader.option("asOf", time.isoformat(sep=" ") if isinstance(time, datetime) else str(time))
+                return reader.load()
             if time is None:
                 return DataFrame(self._jstate.latest(), self._spark)
             text = time.isoformat(sep=" ") if isinstance(time, datetime) else str(time)

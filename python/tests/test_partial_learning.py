@@ -113,6 +113,11 @@ def test_read_committed_scores_equal_the_sequential_oracle(spark, workdir, state
     assert set(final) == {"m0", "m1"}
     for m in final:
         assert final[m] == oracle.weights(m, work.examples["ts"].max())
+    # and by instance: one per writer partition that took steps, summing to the merged model
+    by_instance = model.as_of(instances=True).toPandas()
+    assert set(by_instance["instance"]) == set(range(partitions))
+    for m, part in by_instance.groupby("model"):
+        assert [float(x) for x in np.sum([list(w) for w in part["w"]], axis=0)] == final[m]
 
 
 def test_the_change_stream_and_sql_read_the_merged_model(spark, workdir, state_name):
@@ -221,6 +226,8 @@ def test_bad_partial_definitions_and_scopes_fail_clearly(spark, state_name):
         ss.State.create(spark, "bad_kind", key="k STRING", value="n BIGINT", partial="sum", instances="executor")
     plain = ss.State.create(spark, state_name, key="model STRING", value="w ARRAY<DOUBLE>", rule="sum")
     events = spark.createDataFrame([("m0", datetime(2026, 1, 1))], "model STRING, ts TIMESTAMP")
+    with pytest.raises(SharedStateError, match=r"Option 'instances' applies to as-of reads of a partial State"):
+        plain.as_of(instances=True).collect()
     with pytest.raises(SharedStateError, match=r"scope 'local'.*is not partial"):
         plain.fetch_join(events, key="model", time="ts", scope="local")
     per_query = ss.State.create(

@@ -28,6 +28,10 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   def asOf(time: String): DataFrame =
     spark.read.format("sharedstate").option("state", name).option(ReadOptions.AsOf, time).load()
 
+  /** A partial State as of `time` by instance: per key and instance, its value in the newest version at or before it. */
+  def asOfInstances(time: String): DataFrame = spark.read.format("sharedstate").option("state", name)
+    .option(ReadOptions.AsOf, time).option(ReadOptions.Instances, "true").load()
+
   /** Per key, the newest final value. */
   def latest: DataFrame = spark.read.format("sharedstate").option("state", name).load()
 

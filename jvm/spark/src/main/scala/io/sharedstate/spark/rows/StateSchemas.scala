@@ -2,7 +2,7 @@ package io.sharedstate.spark.rows
 
 import io.sharedstate.core.{SharedStateException, StateSpec}
 import io.sharedstate.core.partial.{PartialValues, PartialView}
-import org.apache.spark.sql.types.{DataType, LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{DataType, IntegerType, LongType, StringType, StructField, StructType, TimestampType}
 import scala.util.control.NonFatal
 
 /**
@@ -29,6 +29,11 @@ private[sharedstate] final case class StateSchemas(stateName: String, key: Struc
   def asOfSchema: StructType =
     StructType(key.fields ++ value.fields.map(_.copy(nullable = true)) :+ StructField(timeColumn, TimestampType))
 
+  /** A partial State's as-of read by instance: key columns, `instance`, value columns, the value's timestamp. */
+  def instancesSchema: StructType = StructType(key.fields ++ Seq(StructField(StateSchemas.InstanceColumn,
+      IntegerType, nullable = false)) ++ value.fields.map(_.copy(nullable = true)) :+
+    StructField(timeColumn, TimestampType))
+
   /** The rejected table: late and rejected updates, with the reason and the U they arrived at. */
   def rejectedSchema: StructType = StructType(Seq(
       StructField("key", key, nullable = true),
@@ -42,6 +47,8 @@ private[sharedstate] final case class StateSchemas(stateName: String, key: Struc
 }
 
 private[sharedstate] object StateSchemas {
+  val InstanceColumn = "instance"
+
   def of(spec: StateSpec): StateSchemas =
     StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema),
       spec.partialView)

@@ -8,9 +8,16 @@ import io.sharedstate.core.row.ValueType
  * fetch). Serializable so plans can carry it: it travels as the merge's name and is resolved again
  * where it is used (a merge need not be serializable).
  */
-private[sharedstate] final class PartialView(state: String, mergeName: String, valueType: ValueType)
+private[sharedstate] final class PartialView(val state: String, val mergeName: String, val valueType: ValueType)
     extends Serializable {
   @transient lazy val merge: PartialMerge = PartialMerge.resolve(state, mergeName, valueType)
+
+  // Equal views make equal StateSchemas, so plans that carry them compare equal when rebuilt.
+  override def equals(other: Any): Boolean = other match {
+    case v: PartialView => v.state == state && v.mergeName == mergeName && v.valueType == valueType
+    case _ => false
+  }
+  override def hashCode(): Int = (state, mergeName, valueType).hashCode()
 
   /** Every instance's value merged in instance order; null for a value with no instance. */
   def merged(stored: Array[Byte]): Array[Byte] = {

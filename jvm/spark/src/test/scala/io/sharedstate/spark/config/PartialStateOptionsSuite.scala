@@ -50,6 +50,7 @@ class PartialStateOptionsSuite extends AnyFunSuite {
   test("rows show the merged value, rejected updates their own value, and the view survives serialization") {
     val s = spec(StateOptions(partial = "sum"))
     val schemas = roundTrip(StateSchemas.of(s))
+    assert(schemas == StateSchemas.of(s) && schemas.hashCode == StateSchemas.of(s).hashCode)
     val t = ValueType.parse("w ARRAY<DOUBLE>")
     def v(xs: Double*) = BinaryRow.encode(t, Array[AnyRef](xs.map(Double.box).toArray[AnyRef]))
     val stored = PartialValues.encode(Array(0, 2), Array(v(1, 2), v(10, 20, 30)))

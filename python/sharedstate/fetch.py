@@ -21,6 +21,7 @@ def fetch_join(
     window: str | None = None,
     continuous: bool = False,
     lateness: str | None = None,
+    scope: str | None = None,
 ) -> DataFrame:
     """Joins each event with the State's value at the event's time.
 
@@ -55,6 +56,10 @@ def fetch_join(
     (``trigger(continuous="1 second")``): each event is an asynchronous fetch in the State's pending
     queue, answered as soon as U passes it; an epoch completes once all its events are answered.
     Such a join holds F where it was when the query started (continuous queries have no watermark).
+
+    ``scope`` applies to partial States (docs/partial-state.md): ``"global"`` (the default) reads
+    every instance merged as of the event's time, ``"local"`` the instance written by the writer
+    task with the same partition index as the fetching task (``instances="task"`` only).
     """
     handle = state if isinstance(state, State) else State.get(events.sparkSession, state)
-    return handle.fetch_join(events, key, time, rule, mode, how, staleness, window, continuous, lateness)
+    return handle.fetch_join(events, key, time, rule, mode, how, staleness, window, continuous, lateness, scope)

@@ -46,6 +46,8 @@ class State:
         late_policy: str = "reject",
         memory_limit: int | str | None = None,
         sweep_interval: str = "10 seconds",
+        partial: str | None = None,
+        instances: str | None = None,
     ) -> State:
         """Creates a State, or returns the existing one if it has exactly this definition.
 
@@ -62,7 +64,13 @@ class State:
         table) or ``fail`` (the epoch fails, naming the update); ``memory_limit``: bytes the State may
         hold (``"2g"`` or a number; None = no limit); ``sweep_interval``: period of the bounded
         background compaction sweep (``"0"``: compaction only when a key is touched).
+        ``partial`` makes a partial State (docs/partial-state.md): each writer instance keeps its own
+        value, updated by ``rule`` with no coordination, and fetches read the instances merged by
+        ``partial``: ``sum`` (numbers, element-wise on numeric arrays), ``min``, ``max``, ``union``
+        (arrays as sets), ``class:<name>`` or ``expr:<Spark SQL over a and b>``. ``instances``:
+        ``task`` (default: the writer task's partition) or ``query`` (the writer query).
         """
+        partial_args = () if partial is None and instances is None else (partial, instances)
         with translated():
             handle = api(spark).create(
                 spark._jsparkSession,
@@ -77,6 +85,7 @@ class State:
                 late_policy,
                 None if memory_limit is None else str(memory_limit),
                 sweep_interval,
+                *partial_args,
             )
         return State(spark, handle)
 
@@ -226,9 +235,17 @@ class State:
         with translated():
             return DataFrame(self._jstate.changes(starting_offsets), self._spark)
 
-    def as_of(self, time: str | datetime | None = None) -> DataFrame:
-        """The State as of ``time`` (default: now): per key, the newest final value at or before it."""
+    def as_of(self, time: str | datetime | None = None, instances: bool = False) -> DataFrame:
+        """The State as of ``time`` (default: now): per key, the newest final value at or before it.
+
+        A partial State's values are its instances merged; with ``instances=True`` a row per key and
+        instance instead (column ``instance``), each instance's own value."""
         with translated():
+            if instances:
+                reader = self._spark.read.format("sharedstate").option("state", self.name).option("instances", "true")
+                if time is not None:
+                    reader = reader.option("asOf", time.isoformat(sep=" ") if isinstance(time, datetime) else str(time))
+                return reader.load()
             if time is None:
                 return DataFrame(self._jstate.latest(), self._spark)
             text = time.isoformat(sep=" ") if isinstance(time, datetime) else str(time)
@@ -271,8 +288,10 @@ class State:
         window: str | None = None,
         continuous: bool = False,
         lateness: str | None = None,
+        scope: str | None = None,
     ) -> DataFrame:
         """Joins each event with this State's value at the event's time: see :func:`sharedstate.fetch_join`."""
+        scope_args = () if scope is None else (scope,)
         keys = [key] if isinstance(key, str) else list(key)
         with translated():
             jdf = api(self._spark).fetchJoin(
@@ -287,6 +306,7 @@ class State:
                 window,
                 bool(continuous),
                 lateness,
+                *scope_args,
             )
         return DataFrame(jdf, events.sparkSession)
 

@@ -3,6 +3,7 @@ package io.sharedstate.core
 import io.sharedstate.core.compaction.CompactionRule
 import io.sharedstate.core.fetch.{FetchRequest, FetchRule, PendingFetches}
 import io.sharedstate.core.row.ValueType
+import io.sharedstate.core.partial.{LocalFetch, PartialFetch, PartialRule, PartialView}
 import io.sharedstate.core.rules.UpdateRule
 import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, ScheduledFuture}
 import java.util.concurrent.atomic.AtomicLong
@@ -23,7 +24,13 @@ final class State(val spec: StateSpec) {
   import State._
 
   val valueType: ValueType = spec.valueType
-  private val rule = UpdateRule.resolve(spec.updateRule, valueType)
+  private val rule = {
+    val r = UpdateRule.resolve(spec.updateRule, valueType)
+    if (spec.isPartial) new PartialRule(r) else r
+  }
+
+  /** How readers see a partial State's instances; null for a State that is not partial. */
+  private[sharedstate] val partialView: PartialView = spec.partialView
   private val compaction = CompactionRule.resolve(spec.compaction, valueType)
   private val parts = Array.tabulate(spec.partitions)(i => new StatePartition(i, rule, compaction))
   private val allowedFetchRules = spec.fetchRules.map(_.trim.toLowerCase).toSet
@@ -246,7 +253,8 @@ final class State(val spec: StateSpec) {
     checkFetch(request)
     if (t >= u) FetchAnswer.NotYet
     else {
-      val a = FetchRule.Latest.answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+      val a = scoped(FetchRule.Latest).answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+        .asInstanceOf[FetchAnswer.LatestAnswer]
       checkNotOvertaken(t)
       a
     }
@@ -297,7 +305,7 @@ final class State(val spec: StateSpec) {
         if (out(i) == null) {
           val r = requests(i)
           val set = partitionOf(r.key).compacted(r.key, sets(i - from), horizon)
-          out(i) = r.rule.answer(set, r.time)
+          out(i) = scoped(r.rule).answer(set, r.time)
           checkNotOvertaken(r.rule.lowerBound(r.time))
         }
         sets(i - from) = null
@@ -327,8 +335,25 @@ final class State(val spec: StateSpec) {
 
   def pendingFetchCount: Int = pending.size
 
+  /**
+   * The rule a fetch is answered with: on a partial State every fetch reads the merged instances
+   * (global scope) unless it is a [[LocalFetch]]; a local fetch of a State that is not partial, or
+   * whose instances are writer queries, fails.
+   */
+  private def scoped(rule: FetchRule): FetchRule = rule match {
+    case local: LocalFetch =>
+      if (partialView == null) throw new SharedStateException(
+        s"State '${spec.name}' is not partial: a local fetch (scope 'local') needs a State created with a partial merge.")
+      if (spec.instances != StateSpec.TaskInstances) throw new SharedStateException(
+        s"State '${spec.name}' keeps one instance per writer query (instances='${spec.instances}'): a local fetch " +
+          "reads the instance of the fetching task's partition, which only instances='task' has. Use scope 'global'.")
+      PartialFetch(local.inner, partialView, local.instance)
+    case r if partialView == null => r
+    case r => PartialFetch.global(r, partialView)
+  }
+
   private def checkFetch(request: FetchRequest): Unit = {
-    val rule = request.rule
+    val rule = request.rule match { case l: LocalFetch => l.inner; case r => r }
     val allowed = (rule eq FetchRule.Latest) || allowedUserFetchClasses.contains(rule.getClass.getName) ||
       (FetchRule.BuiltInNames.contains(rule.name) && allowedFetchRules.contains(rule.name))
     if (!allowed) {
@@ -340,7 +365,7 @@ final class State(val spec: StateSpec) {
 
   private def answer(request: FetchRequest): FetchAnswer = {
     val set = partitionOf(request.key).getCompacted(request.key, compactionHorizon)
-    val result = request.rule.answer(set, request.time)
+    val result = scoped(request.rule).answer(set, request.time)
     checkNotOvertaken(request.rule.lowerBound(request.time))
     result
   }

@@ -2,6 +2,7 @@ package io.sharedstate.core
 
 import io.sharedstate.core.compaction.CompactionRule
 import io.sharedstate.core.fetch.FetchRule
+import io.sharedstate.core.partial.PartialView
 import io.sharedstate.core.row.ValueType
 import io.sharedstate.core.rules.UpdateRule
 
@@ -20,6 +21,11 @@ import io.sharedstate.core.rules.UpdateRule
  * @param rejectedLogCap rejected updates the in-memory rejected log keeps (the first ones; later
  *                       ones are only counted, as `rejectedDropped`); 0 keeps none. The counts of
  *                       rejected updates stay exact, and a durable State's rejected table keeps them all.
+ * @param partial the merge of a partial State ("" = not partial): `sum`, `min`, `max`, `union`,
+ *                "class:<name>" or a provider's "<prefix>:<body>" (see [[PartialMerge]]). Each writer
+ *                instance keeps its own value; fetches read the instances merged, or one instance.
+ * @param instances what an instance of a partial State is: `task` (the writer task's partition) or
+ *                  `query` (the writer query)
  */
 final case class StateSpec(
     name: String,
@@ -33,7 +39,9 @@ final case class StateSpec(
     memoryLimitBytes: Long = 0L,
     compactionIntervalMs: Long = 0L,
     compactionBatch: Int = 10000,
-    rejectedLogCap: Int = StateSpec.DefaultRejectedLogCap) {
+    rejectedLogCap: Int = StateSpec.DefaultRejectedLogCap,
+    partial: String = "",
+    instances: String = StateSpec.TaskInstances) {
 
   StateSpec.validateName(name)
   if (partitions < 1 || partitions > StateSpec.MaxPartitions) {
@@ -56,6 +64,16 @@ final case class StateSpec(
     s"State '$name': compactionIntervalMs must be >= 0 and compactionBatch >= 1, got $compactionIntervalMs and $compactionBatch.")
   if (rejectedLogCap < 0) throw new SharedStateException(
     s"State '$name': rejectedLogCap must be >= 0 (0 = keep no rejected update in memory), got $rejectedLogCap.")
+  if (!StateSpec.InstanceKinds.contains(instances)) throw new SharedStateException(
+    s"State '$name': instances must be one of ${StateSpec.InstanceKinds.mkString(", ")}, got '$instances'.")
+
+  def isPartial: Boolean = partial != null && partial.trim.nonEmpty
+
+  /** How readers see the instances of a partial State; null when the State is not partial. */
+  @transient private[sharedstate] lazy val partialView: PartialView =
+    if (isPartial) new PartialView(name, partial, valueType) else null
+
+  if (isPartial) partialView.merge // resolving the merge checks it against the value type now
   keyType
 }
 
@@ -65,6 +83,9 @@ object StateSpec {
   val RejectLate = "reject"
   val FailLate = "fail"
   val LatenessPolicies: Seq[String] = Seq(RejectLate, FailLate)
+  val TaskInstances = "task"
+  val QueryInstances = "query"
+  val InstanceKinds: Seq[String] = Seq(TaskInstances, QueryInstances)
   private val NamePattern = "[A-Za-z][A-Za-z0-9_]{0,127}".r
 
   /** State names become directory and table names, so they are plain identifiers. */

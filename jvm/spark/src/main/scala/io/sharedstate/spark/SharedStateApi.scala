@@ -43,6 +43,32 @@ object SharedStateApi {
     )
   }
 
+  /** [[create]] of a partial State: `partial` the merge, `instances` `task` or `query` (null: the default). */
+  def create(spark: SparkSession, name: String, key: String, value: String, partitions: Int, rule: String,
+      root: String, fetchRules: String, compaction: String, latePolicy: String, memoryLimit: String,
+      sweepInterval: String, partial: String, instances: String): StateHandle = {
+    val rules = Option(fetchRules).map(_.split(",").map(_.trim).filter(_.nonEmpty).toSeq)
+    val defaults = StateOptions()
+    SharedState.create(
+      spark,
+      name,
+      key,
+      value,
+      rule,
+      partitions,
+      root,
+      StateOptions(
+        rules.getOrElse(defaults.fetchRules),
+        Option(compaction).getOrElse(defaults.compaction),
+        Option(latePolicy).getOrElse(defaults.latePolicy),
+        memoryLimit,
+        Option(sweepInterval).getOrElse(defaults.sweepInterval),
+        partial,
+        instances
+      )
+    )
+  }
+
   /** [[SharedState.get]]. */
   def get(spark: SparkSession, name: String): StateHandle = SharedState.get(spark, name)
 
@@ -58,6 +84,13 @@ object SharedStateApi {
     state.fetchJoin(events, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness,
       window, continuous, lateness)
 
+  /** [[fetchJoin]] with a scope: `global` (a partial State's instances merged) or `local` (the task's instance). */
+  def fetchJoin(state: StateHandle, events: DataFrame, keys: String, time: String, rule: String, mode: String,
+      how: String, staleness: String, window: String, continuous: Boolean, lateness: String,
+      scope: String): DataFrame =
+    state.fetchJoin(events, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness,
+      window, continuous, lateness, Option(scope).getOrElse("global"))
+
   /** The State's definition and placement. */
   def describe(state: StateHandle): String = {
     val spec = state.spec
@@ -72,6 +105,8 @@ object SharedStateApi {
         "late_policy" -> spec.lateness,
         "memory_limit_bytes" -> spec.memoryLimitBytes,
         "sweep_interval_ms" -> spec.compactionIntervalMs,
+        "partial" -> (if (spec.isPartial) spec.partial else null),
+        "instances" -> (if (spec.isPartial) spec.instances else null),
         "time_column" -> state.timeColumn,
         "hosts" -> state.hosts.asJava,
         "root" -> state.root.orNull,

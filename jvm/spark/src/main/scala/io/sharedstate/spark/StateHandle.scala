@@ -28,6 +28,10 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   def asOf(time: String): DataFrame =
     spark.read.format("sharedstate").option("state", name).option(ReadOptions.AsOf, time).load()
 
+  /** A partial State as of `time` by instance: per key and instance, its value in the newest version at or before it. */
+  def asOfInstances(time: String): DataFrame = spark.read.format("sharedstate").option("state", name)
+    .option(ReadOptions.AsOf, time).option(ReadOptions.Instances, "true").load()
+
   /** Per key, the newest final value. */
   def latest: DataFrame = spark.read.format("sharedstate").option("state", name).load()
 
@@ -43,8 +47,8 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   /** See fetch.FetchJoin. */
   def fetchJoin(events: DataFrame, keys: Seq[String], time: String, rule: String = "latest",
       mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
-      continuous: Boolean = false, lateness: String = null): DataFrame =
-    FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness)
+      continuous: Boolean = false, lateness: String = null, scope: String = "global"): DataFrame =
+    FetchJoin(events, name, keys, time, rule, mode, how, staleness, window, continuous, lateness, scope)
 
   /** Takes a snapshot round of a durable State now (see durable.Snapshotter); what it did. */
   def snapshot(): SnapshotRound = DurableStates.snapshot(name)

@@ -27,7 +27,10 @@ private[sharedstate] final class StateReaderFactory(schemas: StateSchemas) exten
     val rows =
       if (p.read.table == ReadOptions.RejectedTable)
         RejectedRows.rows(p.durableRejected.getOrElse(client.rejectedUpdates), schemas)
-      else AsOfRows.rows(p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros)), schemas)
+      else {
+        val pairs = p.durablePairs.getOrElse(client.asOf(p.partition, p.read.asOfMicros))
+        if (p.read.instances) AsOfRows.instanceRows(pairs, schemas) else AsOfRows.rows(pairs, schemas)
+      }
     new PartitionReader[InternalRow] {
       private var current: InternalRow = _
       override def next(): Boolean = if (rows.hasNext) { current = rows.next(); true }

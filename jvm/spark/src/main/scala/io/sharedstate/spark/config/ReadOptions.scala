@@ -14,7 +14,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * starts (streaming: `startingOffsets` = `earliest`, every pair still kept, or `latest`, from U now).
  */
 private[sharedstate] final case class ReadOptions(table: String, asOfMicros: Long, schema: StructType,
-    startingOffsets: String) {
+    startingOffsets: String, instances: Boolean = false) {
 
   /** Fails for options that only apply to streaming reads. */
   def checkBatch(): Unit = {
@@ -30,6 +30,8 @@ private[sharedstate] final case class ReadOptions(table: String, asOfMicros: Lon
       s"A streaming read of a State is its change stream; option '${ReadOptions.Table}' = '$table' applies to batch reads only.")
     if (asOfMicros != EventTime.PlusInfinity) throw new SharedStateException(
       s"Option '${ReadOptions.AsOf}' applies to batch reads only; a streaming read gives the changes in time order.")
+    if (instances) throw new SharedStateException(
+      s"Option '${ReadOptions.Instances}' applies to batch as-of reads only; the change stream has the merged values.")
   }
 }
 
@@ -44,7 +46,10 @@ private[sharedstate] object ReadOptions {
   val StartingOffsets = "startingOffsets"
   val Earliest = "earliest"
   val Latest = "latest"
-  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets)
+
+  /** `true`: an as-of read of a partial State has one row per instance (column `instance`), not merged values. */
+  val Instances = "instances"
+  val Known: Seq[String] = Seq(UpdateOptions.State, Table, AsOf, StartingOffsets, Instances)
 
   /** Every option of a scan must be known: a typo is an error, not a silent default. */
   def checkKnown(options: CaseInsensitiveStringMap): Unit = {
@@ -59,10 +64,24 @@ private[sharedstate] object ReadOptions {
     val starting = Option(options.get(StartingOffsets)).map(_.trim.toLowerCase).orNull
     if (starting != null && starting != Earliest && starting != Latest) throw new SharedStateException(
       s"Option '$StartingOffsets': '${options.get(StartingOffsets)}' is not supported; use '$Earliest' or '$Latest'.")
+    val instances = Option(options.get(Instances)).map(_.trim.toLowerCase) match {
+      case None | Some("false") => false
+      case Some("true") => true
+      case Some(other) =>
+        throw new SharedStateException(s"Option '$Instances': '$other' is not supported; use 'true' or 'false'.")
+    }
+    if (instances && (table != StateTable || schemas.partial == null)) throw new SharedStateException(
+      s"Option '$Instances' applies to as-of reads of a partial State; State '${schemas.stateName}' " +
+        (if (schemas.partial == null) "is not partial." else s"has no instances in table '$table'."))
     table match {
       case StateTable =>
-        ReadOptions(table, Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
-          schemas.asOfSchema, starting)
+        ReadOptions(
+          table,
+          Option(options.get(AsOf)).map(parseTime).getOrElse(EventTime.PlusInfinity),
+          if (instances) schemas.instancesSchema else schemas.asOfSchema,
+          starting,
+          instances
+        )
       case RejectedTable =>
         if (options.containsKey(AsOf)) {
           throw new SharedStateException(s"Option '$AsOf' applies to table '$StateTable' only, not '$RejectedTable'.")

@@ -14,10 +14,15 @@ import scala.util.control.NonFatal
  * @param latePolicy     what an update below U gets at commit: `reject` (rejected table, default) or `fail`
  * @param memoryLimit    bytes the State may hold ("512m", "2g" or a number of bytes); null = no limit
  * @param sweepInterval  period of the bounded background compaction sweep ("0" = lazy compaction only)
+ * @param partial        the merge of a partial State (`sum`, `min`, `max`, `union`, "class:<name>",
+ *                       "expr:<SQL over a and b>"); null = not partial (see docs/partial-state.md)
+ * @param instances      what an instance of a partial State is: `task` (the writer task's partition,
+ *                       default) or `query` (the writer query)
  */
 final case class StateOptions(fetchRules: Seq[String] = FetchRule.BuiltInNames,
     compaction: String = StateOptions.DefaultCompaction, latePolicy: String = StateSpec.RejectLate,
-    memoryLimit: String = null, sweepInterval: String = StateOptions.DefaultSweepInterval) {
+    memoryLimit: String = null, sweepInterval: String = StateOptions.DefaultSweepInterval,
+    partial: String = null, instances: String = null) {
 
   def spec(name: String, key: String, value: String, partitions: Int, rule: String): StateSpec = {
     val rules = Option(fetchRules).getOrElse(FetchRule.BuiltInNames).map(_.trim).filter(_.nonEmpty)
@@ -36,7 +41,9 @@ final case class StateOptions(fetchRules: Seq[String] = FetchRule.BuiltInNames,
       compaction = StateOptions.normalisedRule(Option(compaction).getOrElse(StateOptions.DefaultCompaction)),
       lateness = policy,
       memoryLimitBytes = StateOptions.bytes(name, memoryLimit),
-      compactionIntervalMs = StateOptions.sweepMs(name, sweepInterval)
+      compactionIntervalMs = StateOptions.sweepMs(name, sweepInterval),
+      partial = Option(partial).map(p => StateOptions.normalisedRule(p)).getOrElse(""),
+      instances = StateOptions.instanceKind(name, partial, instances)
     )
   }
 }
@@ -51,6 +58,16 @@ object StateOptions {
   private[sharedstate] def normalisedRule(rule: String): String = {
     val r = rule.trim
     if (r.regionMatches(true, 0, "class:", 0, 6) || r.regionMatches(true, 0, "expr:", 0, 5)) r else r.toLowerCase
+  }
+
+  private def instanceKind(state: String, partial: String, instances: String): String = {
+    val kind = Option(instances).map(_.trim.toLowerCase).filter(_.nonEmpty)
+    if (kind.isDefined && Option(partial).forall(_.trim.isEmpty)) throw new SharedStateException(
+      s"State '$state': option 'instances' applies to partial States only; give 'partial' (a merge) too.")
+    val k = kind.getOrElse(StateSpec.TaskInstances)
+    if (!StateSpec.InstanceKinds.contains(k)) throw new SharedStateException(
+      s"State '$state': option 'instances' is '$instances'; use one of ${StateSpec.InstanceKinds.mkString(", ")}.")
+    k
   }
 
   private def bytes(state: String, text: String): Long =

@@ -17,7 +17,8 @@ private[sharedstate] final case class UpdateOptions(
     inputSchema: StructType,
     maxAheadMicros: Long = UpdateOptions.DefaultMaxAheadMicros,
     idleTimeoutMicros: Long = UpdateOptions.NoIdleTimeout,
-    incarnation: Long = -1L)
+    incarnation: Long = -1L,
+    partialInstances: String = null)
 
 private[sharedstate] object UpdateOptions {
   val State = "state"
@@ -76,7 +77,8 @@ private[sharedstate] object UpdateOptions {
         case off if off.equalsIgnoreCase("off") => NoMaxAhead
         case text => Intervals.parseMicros(MaxAheadOption, text)
       }.getOrElse(DefaultMaxAheadMicros),
-      idleTimeoutMicros = idleTimeoutMicros(options)
+      idleTimeoutMicros = idleTimeoutMicros(options),
+      partialInstances = if (spec.isPartial) spec.instances else null
     )
   }
 

@@ -73,7 +73,9 @@ private[sharedstate] object MetadataTable {
       "lateness" -> spec.lateness,
       "memoryLimitBytes" -> spec.memoryLimitBytes,
       "compactionIntervalMs" -> spec.compactionIntervalMs,
-      "compactionBatch" -> spec.compactionBatch
+      "compactionBatch" -> spec.compactionBatch,
+      "partial" -> spec.partial,
+      "instances" -> spec.instances
     ).asJava)
 
   def fromJson(text: String): StateSpec = {
@@ -89,7 +91,10 @@ private[sharedstate] object MetadataTable {
       lateness = n.get("lateness").asText,
       memoryLimitBytes = n.get("memoryLimitBytes").asLong,
       compactionIntervalMs = n.get("compactionIntervalMs").asLong,
-      compactionBatch = n.get("compactionBatch").asInt
+      compactionBatch = n.get("compactionBatch").asInt,
+      // Metadata written before partial States has neither field: a plain State.
+      partial = Option(n.get("partial")).map(_.asText).getOrElse(""),
+      instances = Option(n.get("instances")).map(_.asText).getOrElse(StateSpec.TaskInstances)
     )
   }
 }

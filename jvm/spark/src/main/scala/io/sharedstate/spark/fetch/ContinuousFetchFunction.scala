@@ -61,7 +61,7 @@ private[sharedstate] final class ContinuousFetchFunction(spec: FetchJoinSpec,
     private def issue(event: Row): Unit = {
       val k = keys(Row.fromSeq(spec.keyOrdinals.toSeq.map(event.get)))
       outstanding += 1
-      state.fetchAsync(spec.rule.request(k, EventTimes.micros(event.get(spec.timeOrdinal)), spec.mode, spec.valueType))
+      state.fetchAsync(spec.request(k, EventTimes.micros(event.get(spec.timeOrdinal))))
         .whenComplete((answer: FetchAnswer, error: Throwable) =>
           ready.add(event -> (if (error != null) Left(error) else Right(answer))))
     }

@@ -33,8 +33,8 @@ private[sharedstate] object FetchJoin {
 
   def apply(events: DataFrame, state: String, keys: Seq[String], time: String, rule: String = "latest",
       mode: String = "committed", how: String = "left", staleness: String = null, window: String = null,
-      continuous: Boolean = false, lateness: String = null): DataFrame = {
-    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, staleness, window)
+      continuous: Boolean = false, lateness: String = null, scope: String = "global"): DataFrame = {
+    val spec = FetchJoinSpec(events.schema, state, keys, time, rule, mode, how, staleness, window, scope)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(-1L)
     if (continuous) {
       if (!events.isStreaming) throw new io.sharedstate.core.SharedStateException(

@@ -4,9 +4,11 @@ import io.sharedstate.spark.cluster.{Incarnations, StateClient}
 import io.sharedstate.spark.config.Intervals
 import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.SharedStateException
-import io.sharedstate.core.fetch.ReadMode
+import io.sharedstate.core.{Key, SharedStateException, StateSpec}
+import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
+import io.sharedstate.core.partial.LocalFetch
 import io.sharedstate.core.row.ValueType
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.types.StructType
 
@@ -21,7 +23,24 @@ private[sharedstate] final case class FetchJoinSpec(
     inner: Boolean,
     mode: ReadMode,
     rule: FetchJoinRule,
-    incarnation: Long) {
+    incarnation: Long,
+    local: Boolean) {
+
+  /**
+   * The fetch of `key` at `t`; in local scope it reads the instance of the running task's partition
+   * (a partial State's instance written by the writer task of the same partition index).
+   */
+  def request(key: Key, t: Long): FetchRequest = {
+    val r = rule.request(key, t, mode, valueType)
+    if (!local) r
+    else {
+      val task = TaskContext.get()
+      if (task == null) throw new SharedStateException(
+        s"Fetch join with State '$stateName': scope 'local' reads the instance of the fetching task's partition, " +
+          "and this fetch runs outside a Spark task.")
+      r.copy(rule = LocalFetch(r.rule, task.partitionId()))
+    }
+  }
 
   /** Fails when the State was dropped or created again since the join was planned. */
   def checkIncarnation(client: StateClient): Unit =
@@ -35,14 +54,23 @@ private[sharedstate] final case class FetchJoinSpec(
 private[sharedstate] object FetchJoinSpec {
   val Modes = Seq("committed", "uncommitted")
   val Hows = Seq("left", "inner")
+  val Scopes = Seq("global", "local")
 
   def apply(eventSchema: StructType, stateName: String, keys: Seq[String], time: String, rule: String,
-      mode: String, how: String, staleness: String, window: String): FetchJoinSpec = {
+      mode: String, how: String, staleness: String, window: String, scope: String = "global"): FetchJoinSpec = {
     val client = StateClient.of(stateName)
     val spec = client.spec
     val schemas = StateSchemas.of(spec)
     oneOf("mode", mode, Modes)
     oneOf("how", how, Hows)
+    oneOf("scope", scope, Scopes)
+    val local = scope.toLowerCase == "local"
+    if (local && !spec.isPartial) throw new SharedStateException(
+      s"Fetch join: scope 'local' reads one instance of a partial State, and State '$stateName' is not partial " +
+        "(create it with partial=<merge>); use scope 'global'.")
+    if (local && spec.instances != StateSpec.TaskInstances) throw new SharedStateException(
+      s"Fetch join: scope 'local' reads the instance of the fetching task's partition, and State '$stateName' keeps " +
+        s"one instance per writer query (instances='${spec.instances}'); use scope 'global'.")
     val fetchRule = FetchJoinRule.parse(rule, window, schemas, spec.valueType, spec.fetchRules)
     val keyOrdinals = StateSchemas.bindColumns(eventSchema, keys, schemas.key, "key", stateName)
     val timeOrdinal = StateSchemas.checkTimestamp(eventSchema, time, "time")
@@ -54,8 +82,19 @@ private[sharedstate] object FetchJoinSpec {
       throw new SharedStateException(s"Fetch join with State '$stateName' would add column(s) " +
         s"${clashes.mkString(", ")}, which the events already have. Rename or drop them in the events first.")
     }
-    FetchJoinSpec(stateName, schemas, spec.valueType, eventSchema, keyOrdinals, timeOrdinal,
-      how.toLowerCase == "inner", readMode(mode, staleness), fetchRule, client.incarnation)
+    FetchJoinSpec(
+      stateName,
+      schemas,
+      spec.valueType,
+      eventSchema,
+      keyOrdinals,
+      timeOrdinal,
+      how.toLowerCase == "inner",
+      readMode(mode, staleness),
+      fetchRule,
+      client.incarnation,
+      local
+    )
   }
 
   /** committed, or uncommitted with a staleness interval (SSP: answered once t - staleness < U). */

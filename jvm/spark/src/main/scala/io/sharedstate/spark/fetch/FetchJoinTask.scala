@@ -122,7 +122,7 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
     var r = 0
     while (i < filled) {
       if (kinds(i) == Asked) {
-        requests(r) = spec.rule.request(keys.key(events(i)), times(i), spec.mode, spec.valueType)
+        requests(r) = spec.request(keys.key(events(i)), times(i))
         r += 1
       }
       i += 1

@@ -31,7 +31,7 @@ private[sharedstate] final case class SharedStateFetchExpression(stateName: Stri
   @transient private lazy val resultType = StructType(rule.addedColumns(schemas))
   @transient private lazy val cells = new FetchAnswerCells(
     FetchJoinSpec(stateName, schemas, client.spec.valueType, new StructType(), Array.empty, -1, inner = false, mode,
-      rule, incarnation))
+      rule, incarnation, local = false))
   @transient private lazy val toInternal = ExpressionEncoder(resultType).createSerializer()
 
   override def left: Expression = key

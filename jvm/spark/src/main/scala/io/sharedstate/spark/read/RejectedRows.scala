@@ -14,7 +14,7 @@ private[sharedstate] object RejectedRows {
       new GenericInternalRow(Array[Any](
           StoredRows.wrap(r.key, s.key.length),
           if (r.time == null) null else r.time.longValue(),
-          StoredRows.wrap(r.value, s.value.length),
+          StoredRows.wrap(s.updateValue(r.value), s.value.length),
           UTF8String.fromString(r.reason),
           UTF8String.fromString(r.writer),
           r.epoch,

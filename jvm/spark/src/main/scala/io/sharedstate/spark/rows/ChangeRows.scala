@@ -11,5 +11,5 @@ private[sharedstate] final class ChangeRows(schemas: StateSchemas) extends Seria
 
   def row(c: Change): InternalRow =
     new JoinedRow(StoredRows.wrap(c.key, keyWidth),
-      new JoinedRow(StoredRows.wrap(c.value, valueWidth), new GenericInternalRow(Array[Any](c.time))))
+      new JoinedRow(StoredRows.wrap(schemas.shown(c.value), valueWidth), new GenericInternalRow(Array[Any](c.time))))
 }

@@ -1,11 +1,26 @@
 package io.sharedstate.spark.rows
 
 import io.sharedstate.core.{SharedStateException, StateSpec}
-import org.apache.spark.sql.types.{DataType, LongType, StringType, StructField, StructType, TimestampType}
+import io.sharedstate.core.partial.{PartialValues, PartialView}
+import org.apache.spark.sql.types.{DataType, IntegerType, LongType, StringType, StructField, StructType, TimestampType}
 import scala.util.control.NonFatal
 
-/** Spark schemas of a State: its key and value structs, and the columns reads and joins produce. */
-private[sharedstate] final case class StateSchemas(stateName: String, key: StructType, value: StructType) {
+/**
+ * Spark schemas of a State: its key and value structs, and the columns reads and joins produce.
+ * `partial` is how a partial State's stored instances read as one value (null for other States).
+ */
+private[sharedstate] final case class StateSchemas(stateName: String, key: StructType, value: StructType,
+    partial: PartialView = null) {
+
+  /** The value rows show for a stored value: a partial State's instances merged. */
+  def shown(stored: Array[Byte]): Array[Byte] = if (partial == null) stored else partial.merged(stored)
+
+  /** The value an update carried, without a partial State's instance tag (rejected updates show it so). */
+  def updateValue(incoming: Array[Byte]): Array[Byte] =
+    if (partial == null || incoming == null) incoming
+    else
+      try PartialValues.values(incoming).head
+      catch { case _: SharedStateException | _: NoSuchElementException => incoming }
 
   /** The column that carries the timestamp of the value used, in fetch joins and as-of reads. */
   def timeColumn: String = s"${stateName}_time"
@@ -13,6 +28,11 @@ private[sharedstate] final case class StateSchemas(stateName: String, key: Struc
   /** key columns, value columns, then the value's timestamp. */
   def asOfSchema: StructType =
     StructType(key.fields ++ value.fields.map(_.copy(nullable = true)) :+ StructField(timeColumn, TimestampType))
+
+  /** A partial State's as-of read by instance: key columns, `instance`, value columns, the value's timestamp. */
+  def instancesSchema: StructType = StructType(key.fields ++ Seq(StructField(StateSchemas.InstanceColumn,
+      IntegerType, nullable = false)) ++ value.fields.map(_.copy(nullable = true)) :+
+    StructField(timeColumn, TimestampType))
 
   /** The rejected table: late and rejected updates, with the reason and the U they arrived at. */
   def rejectedSchema: StructType = StructType(Seq(
@@ -27,8 +47,11 @@ private[sharedstate] final case class StateSchemas(stateName: String, key: Struc
 }
 
 private[sharedstate] object StateSchemas {
+  val InstanceColumn = "instance"
+
   def of(spec: StateSpec): StateSchemas =
-    StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema))
+    StateSchemas(spec.name, parse(spec.name, "key", spec.keySchema), parse(spec.name, "value", spec.valueSchema),
+      spec.partialView)
 
   def parse(state: String, what: String, ddl: String): StructType = {
     val schema =

@@ -34,15 +34,17 @@ import scala.util.control.NonFatal
  * analysed with Spark's built-in functions only, no SparkSession, so it resolves the same on the
  * driver and on every executor that hosts partitions of the State.
  */
-private[sharedstate] final class SqlExpressionRule(val expression: String, valueType: ValueType) extends UpdateRule {
+private[sharedstate] final class SqlExpressionRule(val expression: String, valueType: ValueType,
+    sides: SqlExpressionRule.Sides = SqlExpressionRule.OldAndNew)
+    extends UpdateRule {
   import SqlExpressionRule._
 
   val name: String = Prefix + expression
   private val value: StructType = valueStruct(name, valueType)
   private val single = value.length == 1
   private val sideType: DataType = if (single) value.head.dataType else value
-  private val oldAndNew = Seq(AttributeReference("old", sideType)(), AttributeReference("new", sideType)())
-  private val bound: Expression = analyse(name, expression, oldAndNew, sideType)
+  private val oldAndNew = Seq(AttributeReference(sides.first, sideType)(), AttributeReference(sides.second, sideType)())
+  private val bound: Expression = analyse(name, expression, oldAndNew, sideType, sides)
   private val allNull: Array[Byte] = {
     val w = new BinaryRowWriter(value.length)
     value.indices.foreach(w.setNull)
@@ -73,6 +75,25 @@ private[sharedstate] final class SqlExpressionRule(val expression: String, value
 private[sharedstate] object SqlExpressionRule {
   val Prefix = "expr:"
 
+  /** What the expression's two inputs are called and how an error explains them. */
+  final case class Sides(what: String, first: String, second: String, hint: String)
+  val OldAndNew: Sides = Sides(
+    "Update rule",
+    "old",
+    "new",
+    "Write a Spark SQL expression over `old` (the previous value, null on a key's first update) and `new` " +
+      "(the incoming value), e.g. 'expr:greatest(old, new)'; with several value columns they are structs " +
+      "(old.<column>) and the expression returns struct(<columns in order>)."
+  )
+  val MergeSides: Sides = Sides(
+    "Partial merge",
+    "a",
+    "b",
+    "Write a Spark SQL expression over `a` and `b` (two instances' values, never null), e.g. " +
+      "'expr:greatest(a, b)'; with several value columns they are structs (a.<column>) and the expression " +
+      "returns struct(<columns in order>)."
+  )
+
   private def valueStruct(rule: String, t: ValueType): StructType = {
     val ddl = t.fields.map(f => s"`${f.name.replace("`", "``")}` ${f.dataType.sql}").mkString(", ")
     try StructType.fromDDL(ddl)
@@ -83,14 +104,10 @@ private[sharedstate] object SqlExpressionRule {
   }
 
   /** The expression parsed, resolved against (old, new), type-checked, cast to the value's type. */
-  private def analyse(rule: String, body: String, oldAndNew: Seq[AttributeReference], result: DataType): Expression = {
+  private def analyse(rule: String, body: String, oldAndNew: Seq[AttributeReference], result: DataType,
+      sides: Sides): Expression = {
     def fail(what: String, cause: Throwable = null) = throw new SharedStateException(
-      s"Update rule '$rule' for values of type ${result.sql}: $what. Write a Spark SQL expression over `old` " +
-        "(the previous value, null on a key's first update) and `new` (the incoming value), e.g. " +
-        "'expr:greatest(old, new)'; with several value columns they are structs (old.<column>) and the " +
-        "expression returns struct(<columns in order>).",
-      cause
-    )
+      s"${sides.what} '$rule' for values of type ${result.sql}: $what. ${sides.hint}", cause)
     if (body.isEmpty) fail("the expression is empty")
     val parsed =
       try CatalystSqlParser.parseExpression(body)

@@ -5,6 +5,7 @@ import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.ChangelogTarget
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, UpdateBatch}
+import io.sharedstate.core.partial.PartialValues
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.write.{DataWriter, WriterCommitMessage}
@@ -19,6 +20,7 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
 
   private val binder = new RowBinder(options.inputSchema, options.keyOrdinals, options.valueOrdinals)
   private var batch = new UpdateBatch
+  private val instance = PartialInstance.of(options, writer, partition)
   // Updates further ahead of this task's clock are rejected, so a typo such as 9999-12-31 never moves U.
   private val latestAllowed =
     if (options.maxAheadMicros == UpdateOptions.NoMaxAhead) Long.MaxValue
@@ -37,7 +39,8 @@ private[sharedstate] final class UpdateDataWriter(options: UpdateOptions, writer
       batch.reject(RejectedUpdate(binder.keyBytes(row), row.getLong(options.timeOrdinal), value,
           RejectedUpdate.AheadOfClock, writer, epoch, EventTime.MinusInfinity))
     } else {
-      batch.add(binder.keyBytes(row), row.getLong(options.timeOrdinal), value)
+      batch.add(binder.keyBytes(row), row.getLong(options.timeOrdinal),
+        if (instance < 0) value else PartialValues.single(instance, value))
     }
   }
 

@@ -20,10 +20,12 @@ private[sharedstate] final class UpdateStreamingWrite(options: UpdateOptions, wr
   private val state: StateController = Coordinator.get.state(options.stateName)
   state.registerWriter(writer)
   private val committer = new EpochCommitter(state, writer, options.latenessMicros)
+  @volatile private var tasks: Option[Int] = None // the input partitions of a partial State's writer
 
   // Spark asks for a factory per micro-batch, which only runs when there is input.
   override def createStreamingWriterFactory(info: PhysicalWriteInfo): StreamingDataWriterFactory = {
     WriterLifecycle.input(options.stateName, writer)
+    tasks = Some(PartialInstance.checkTasks(options, writer, tasks, info.numPartitions))
     new UpdateWriterFactory(options, writer, DurableStates.target(options.stateName))
   }
 

@@ -65,7 +65,12 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
     case m: HostFeedMessages.HostFeedRequest =>
-      val h = hostedState(m.state, m.incarnation); h.serve(HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m))
+      val h = hostedState(m.state, m.incarnation)
+      // A read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not hold one off.
+      m match {
+        case _: HostFeedMessages.ReadHostFeed => h.serve(HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m))
+        case _ => HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m)
+      }
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) =>
       val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
@@ -208,6 +213,8 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
       state.takeOver(handOver)
       val h = new Hosted(incarnation, state, BitSet(handOver.partitions.toIndexedSeq: _*), id, source)
       h.routeVersion = version
+      // What it handed over before still answers "moved" (a task may hold a route that old).
+      if (current != null && current.incarnation == incarnation) h.movedAway = current.movedAway -- handOver.partitions
       hosted.put(spec.name, h)
     }
     logInfo(s"State ${spec.name}: partition(s) ${handOver.partitions.mkString(", ")} taken over by $id")

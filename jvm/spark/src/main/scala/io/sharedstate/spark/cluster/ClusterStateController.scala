@@ -222,6 +222,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       val version = currentRoute.version + 1
       val handOver = HostLink.await[PartitionHandOver](
         node.link(from).ask(HandOver(name, incarnation, partitions.toArray, version)), from, name, partitions)
+      val handedOver = System.nanoTime()
       def takeOver(at: HostId) = HostLink.await[Any](node.link(at).ask(TakeOver(spec, incarnation, handOver,
             progressKeeper.progressImage, durable.map(_.source), version)), at, name, partitions)
       try takeOver(target)
@@ -240,7 +241,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       val m = ClusterStateController.Move(partitions, from, target, ms, reason)
       movesSoFar = movesSoFar :+ m
       logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} moved from $from to $target ($reason) with " +
-        s"a $ms ms pause")
+        s"a $ms ms pause (hand-over ${(handedOver - started) / 1000000} ms, " +
+        s"${handOver.snapshots.map(_.length.toLong).sum} bytes)")
       m
     } finally moving.writeLock().unlock()
   }

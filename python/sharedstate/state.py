@@ -149,7 +149,8 @@ class State:
         it any more, so compaction may drop versions older than min(F, U). It is None while no
         reader has advanced (``fetch_is`` says ``-infinity``). ``pending_fetches`` counts
         asynchronous fetches waiting in the engine (a fetch join's waiting events are in its
-        query's progress instead).
+        query's progress instead). ``moves`` lists the partitions that changed executor (see
+        :meth:`move`), each with the pause it cost in ms.
         """
         with translated():
             raw = json.loads(api(self._spark).progress(self._jstate))
@@ -169,7 +170,23 @@ class State:
             "updates_waiting": raw["updates_waiting"],
             "updates_rejected": raw["updates_rejected"],
             "rejected_dropped": raw["rejected_dropped"],
+            "moves": raw["moves"],
         }
+
+    def move(self, partition: int, executor: str) -> list[dict[str, Any]]:
+        """Moves ``partition`` to executor ``executor`` while writers, fetch joins and change streams
+        keep running (cluster mode; docs/elasticity.md): the old owner hands the partition over in a
+        short fence during which the State's commits wait, and requests sent to it meanwhile are
+        sent again to the new owner. Returns what moved: ``partitions``, ``from``, ``to``,
+        ``millis`` (the pause) and ``reason`` (``move``); empty if it is there already."""
+        with translated():
+            return json.loads(api(self._spark).move(self._jstate, int(partition), str(executor)))
+
+    def rebalance(self) -> list[dict[str, Any]]:
+        """Spreads the State's partitions evenly over the live executors with as few moves as
+        possible, each a live :meth:`move`; returns what moved (nothing in local mode)."""
+        with translated():
+            return json.loads(api(self._spark).rebalance(self._jstate))
 
     @property
     def hosts(self) -> list[str]:
@@ -219,8 +236,10 @@ class State:
     def describe(self) -> dict[str, Any]:
         """The State's definition and where it lives now: ``name``, ``key``, ``value``,
         ``partitions``, ``rule``, ``time_column``, ``hosts`` (the executor of each partition; empty
-        in local mode), ``root`` and ``read_only`` (why, or None), and ``moves``: partitions rebuilt
-        on another executor after theirs was lost (``partitions``, ``from``, ``to``, ``millis``)."""
+        in local mode), ``root`` and ``read_only`` (why, or None), and ``moves``: partitions that
+        changed executor (``partitions``, ``from``, ``to``, ``millis``, ``reason``: ``lost`` when a
+        durable State's partitions were rebuilt after their executor was lost, else a live move:
+        ``move``, ``rebalance``, ``executor added``, ``decommission``)."""
         with translated():
             return json.loads(api(self._spark).describe(self._jstate))
 

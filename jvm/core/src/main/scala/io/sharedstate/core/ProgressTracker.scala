@@ -75,4 +75,21 @@ final class ProgressTracker(kind: String, private var whenEmpty: Long, finishedT
   }
 
   def reporters: Map[String, Long] = reported.toMap
+
+  /** Every reporter in registration order, for a [[ProgressImage]]. */
+  def image: Seq[ProgressImage.Reporter] =
+    reported.toSeq.map { case (r, p) => ProgressImage.Reporter(r, p, paused(r), finished(r)) }
+
+  def whenEmptyProgress: Long = whenEmpty
+
+  /** Replaces every reporter with those of an image (a new holder of a State's partitions). */
+  def restore(reporters: Seq[ProgressImage.Reporter], whenEmptyProgress: Long): Unit = {
+    reported.clear(); finished.clear(); paused.clear()
+    reporters.foreach { r =>
+      reported(r.id) = r.progress
+      if (r.finished) finished += r.id
+      if (r.paused) paused += r.id
+    }
+    whenEmpty = whenEmptyProgress
+  }
 }

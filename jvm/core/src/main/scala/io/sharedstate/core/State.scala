@@ -468,6 +468,89 @@ final class State(val spec: StateSpec) {
   }
 
   /**
+   * Hands `partitions` over to another holder of this State (a live move between hosts): under the
+   * commit lock (no step lands in between), each partition's snapshot and their keys' share of every
+   * uncommitted task batch are taken, and this State forgets both, so a later commit here applies
+   * nothing in them. The caller makes sure no task stages in them meanwhile.
+   */
+  def handOver(partitions: Seq[Int]): PartitionHandOver = underCommitLock {
+    val moving = partitions.distinct.sorted.toArray
+    val inMoving = new Array[Boolean](parts.length)
+    moving.foreach(inMoving(_) = true)
+    val snapshots = moving.map(i =>
+      codec.SnapshotCodec.encode(
+        codec.PartitionCapture.of(spec.name, parts(i), parts.length, u, delta = false, startChain = false)))
+    val shares = mutable.ArrayBuffer.empty[StagedShare]
+    staging.forEach { (id, tasks) =>
+      tasks.replaceAll { (task, batch) =>
+        val keep = new UpdateBatch
+        val (ks, ts, vs) =
+          (mutable.ArrayBuffer.empty[Array[Byte]], mutable.ArrayBuffer.empty[Long],
+            mutable.ArrayBuffer.empty[Array[Byte]])
+        var i = 0
+        while (i < batch.size) {
+          if (inMoving(new Key(batch.keyAt(i)).partition(parts.length))) {
+            ks += batch.keyAt(i); ts += batch.timeAt(i); vs += batch.valueAt(i)
+          } else keep.add(batch.keyAt(i), batch.timeAt(i), batch.valueAt(i))
+          i += 1
+        }
+        if (ks.isEmpty) batch
+        else {
+          batch.rejected.foreach(keep.reject)
+          shares += StagedShare(id._1, id._2, task, ks.toArray, ts.toArray, vs.toArray)
+          stagingBytes.addAndGet(keep.bytes - batch.bytes)
+          keep
+        }
+      }
+    }
+    moving.foreach(i => parts(i).clear())
+    PartitionHandOver(moving, snapshots, shares.toArray)
+  }
+
+  /**
+   * Takes partitions another holder handed over (see [[handOver]]): their snapshots, which must be
+   * empty here, and their share of the uncommitted task batches, added to what those tasks staged here.
+   */
+  def takeOver(h: PartitionHandOver): Unit = underCommitLock {
+    h.snapshots.foreach(b => restorePartition(codec.SnapshotCodec.decode(b)))
+    h.staged.foreach { s =>
+      if (s.epoch > lastEpoch.getOrElse(s.writer, -1L)) {
+        val more = s.batch
+        val tasks = staging.computeIfAbsent((s.writer, s.epoch), _ => new ConcurrentHashMap[Int, UpdateBatch]())
+        val merged = Option(tasks.get(s.task)) match {
+          case Some(existing) =>
+            val b = new UpdateBatch
+            var i = 0
+            while (i < existing.size) { b.add(existing.keyAt(i), existing.timeAt(i), existing.valueAt(i)); i += 1 }
+            existing.rejected.foreach(b.reject)
+            i = 0
+            while (i < more.size) { b.add(more.keyAt(i), more.timeAt(i), more.valueAt(i)); i += 1 }
+            stagingBytes.addAndGet(-existing.bytes)
+            b
+          case None => more
+        }
+        tasks.put(s.task, merged)
+        stagingBytes.addAndGet(merged.bytes)
+      }
+    }
+  }
+
+  /** This State's progress without its data (see [[ProgressImage]]). */
+  def progressImage: ProgressImage = underCommitLock {
+    ProgressImage(u, f, lastFiniteU, updateTracker.whenEmptyProgress, updateTracker.image, lastEpoch.toMap,
+      fetchTracker.image)
+  }
+
+  /** Starts this State (a new holder of some of a State's partitions) from another's progress. */
+  def restoreProgress(image: ProgressImage): Unit = underCommitLock {
+    updateTracker.restore(image.writers, image.updateWhenEmpty)
+    fetchTracker.restore(image.readers, EventTime.MinusInfinity)
+    lastEpoch.clear(); lastEpoch ++= image.lastEpochs
+    image.writers.foreach(w => writerStats.putIfAbsent(w.id, new WriterStats))
+    u = image.updateProgress; f = image.fetchProgress; lastFiniteU = image.lastFiniteU
+  }
+
+  /**
    * Loads a chain of partition snapshots into this (fresh) State: a full snapshot, then deltas in
    * order, each replacing the entries of the keys it holds; the staged updates are the last link's.
    */

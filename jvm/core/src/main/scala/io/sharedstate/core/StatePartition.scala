@@ -335,6 +335,18 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   /** Forgets the staged updates (a snapshot chain's later link replaces them); only before the partition is in use. */
   private[core] def clearStaged(): Unit = staged.clear()
 
+  /**
+   * Forgets every entry and staged update (the partition was handed to another holder, see
+   * State.handOver); its counters of held data drop to zero, those of past work stay.
+   */
+  private[core] def clear(): Unit = {
+    entries.clear()
+    staged.clear()
+    heldBytes.set(0L); rawHeld.set(0L); pairs.set(0L)
+    val c = changed
+    if (c != null) c.clear()
+  }
+
   def stagedCount: Int = staged.size
   def stagedBytes: Long = staged.bytes
   def keyCount: Int = entries.size

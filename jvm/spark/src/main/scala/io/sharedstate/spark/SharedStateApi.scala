@@ -110,9 +110,7 @@ object SharedStateApi {
         "time_column" -> state.timeColumn,
         "hosts" -> state.hosts.asJava,
         "root" -> state.root.orNull,
-        "moves" -> state.moves.map(m =>
-          Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from, "to" -> m.to,
-            "millis" -> m.millis).asJava).asJava,
+        "moves" -> movesJson(state.moves),
         "read_only" -> state.readOnly.orNull
       ).asJava)
   }
@@ -136,9 +134,22 @@ object SharedStateApi {
         "updates_applied" -> m.updatesApplied,
         "updates_waiting" -> m.updatesStaged,
         "updates_rejected" -> m.updatesRejected,
-        "rejected_dropped" -> m.rejectedDropped
+        "rejected_dropped" -> m.rejectedDropped,
+        "moves" -> movesJson(state.moves)
       ).asJava)
   }
+
+  /** [[StateHandle.move]]: what moved, as JSON. */
+  def move(state: StateHandle, partition: Int, executor: String): String =
+    json.writeValueAsString(movesJson(state.move(partition, executor)))
+
+  /** [[StateHandle.rebalance]]: what moved, as JSON. */
+  def rebalance(state: StateHandle): String = json.writeValueAsString(movesJson(state.rebalance()))
+
+  private def movesJson(moves: Seq[PartitionMove]): java.util.List[java.util.Map[String, Any]] =
+    moves.map(m =>
+      Map[String, Any]("partitions" -> m.partitions.asJava, "from" -> m.from, "to" -> m.to, "millis" -> m.millis,
+        "reason" -> m.reason).asJava).asJava
 
   /** [[StateHandle.writers]]: times in microseconds, null for -/+ infinity (see `progress_is`). */
   def writers(state: StateHandle): String = json.writeValueAsString(state.writers.map { w =>

@@ -1,7 +1,7 @@
 package io.sharedstate.spark
 
 import io.sharedstate.core.{SharedStateException, StateMetrics, StateSpec, WriterStatus}
-import io.sharedstate.spark.cluster.{Coordinator, StateController}
+import io.sharedstate.spark.cluster.{ClusterStateController, Coordinator, StateController}
 import io.sharedstate.spark.config.ReadOptions
 import io.sharedstate.spark.durable.{DurableStates, SnapshotRound}
 import io.sharedstate.spark.fetch.FetchJoin
@@ -62,9 +62,18 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   /** The executor id hosting each partition; empty in local mode, where the driver's JVM hosts them all. */
   def hosts: Seq[String] = controller.owners.map(_.executorId)
 
-  /** Partitions rebuilt on another executor after theirs was lost (cluster mode, durable States). */
-  def moves: Seq[PartitionMove] =
-    controller.moves.map(m => PartitionMove(m.partitions, m.from.executorId, m.to.executorId, m.millis))
+  /** Partitions that changed executor: rebuilt after theirs was lost, or moved live (cluster mode). */
+  def moves: Seq[PartitionMove] = controller.moves.map(StateHandle.partitionMove)
+
+  /**
+   * Moves `partition` to executor `executor` while writers, fetch joins and change streams go on (cluster
+   * mode; see docs/elasticity.md); what moved (nothing if it is there already).
+   */
+  def move(partition: Int, executor: String): Seq[PartitionMove] =
+    Coordinator.get.move(name, Seq(partition), executor).map(StateHandle.partitionMove)
+
+  /** Spreads the partitions evenly over the live executors, moving them live; what moved (nothing in local mode). */
+  def rebalance(): Seq[PartitionMove] = Coordinator.get.rebalance(name).map(StateHandle.partitionMove)
 
   /**
    * The State's update writers: progress, last committed epoch, and status (`active`: holds U back;
@@ -95,4 +104,9 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   def drop(): Boolean = Coordinator.get.drop(name)
 
   override def toString: String = s"StateHandle($name)"
+}
+
+private object StateHandle {
+  def partitionMove(m: ClusterStateController.Move): PartitionMove =
+    PartitionMove(m.partitions, m.from.executorId, m.to.executorId, m.millis, m.reason)
 }

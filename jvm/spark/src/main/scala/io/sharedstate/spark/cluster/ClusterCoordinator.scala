@@ -15,6 +15,7 @@ import io.sharedstate.core.{SharedStateException, State, StateSpec}
 import Messages._
 import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentSkipListMap, Executors}
 import java.util.concurrent.atomic.AtomicLong
+import scala.util.control.NonFatal
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{SparkListener, SparkListenerExecutorRemoved}
@@ -38,6 +39,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
   private val states = new ConcurrentHashMap[String, ClusterStateController]()
   private val hosts = new ConcurrentSkipListMap[String, HostId]()
   private val lostHosts = ConcurrentHashMap.newKeySet[HostId]()
+  // Executors being decommissioned: their partitions are handed over, and no partition moves to them.
+  private val leaving = ConcurrentHashMap.newKeySet[HostId]()
   private val incarnations = new AtomicLong()
   // Recoveries and the requests that wait for them run here, not on the RPC dispatcher's threads.
   private lazy val recoveries = Executors.newCachedThreadPool { (r: Runnable) =>
@@ -70,6 +73,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     )
     server.serve(ClusterCoordinator.Endpoint, this, MessageAllowList)
     server.serve(HostService.Endpoint, driverHost, MessageAllowList)
+    if (sc.getConf.getBoolean("spark.decommission.enabled", false)) watchDecommissions()
     sc.addSparkListener(new SparkListener {
       override def onExecutorRemoved(removed: SparkListenerExecutorRemoved): Unit =
         Option(hosts.get(removed.executorId)).foreach { h =>
@@ -213,6 +217,66 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
     }
   }
 
+  /** Moves `partitions` of State `name` to executor `executor`, live (see ClusterStateController.move). */
+  override def move(name: String, partitions: Seq[Int], executor: String): Seq[ClusterStateController.Move] = {
+    val s = state(name)
+    val target = liveHosts.find(_.executorId == executor).getOrElse(throw new SharedStateException(
+        s"State '$name': no live executor '$executor' hosts States here; live executors: " +
+          s"${liveHosts.map(_.executorId).mkString(", ")}."))
+    s.move(partitions, target, "move")
+  }
+
+  override def rebalance(name: String): Seq[ClusterStateController.Move] = rebalance(state(name), "rebalance")
+
+  // Even over the live executors; the driver's partitions (no executor had registered) and those of a
+  // decommissioned executor go too. A read-only State stays on the driver.
+  private def rebalance(s: ClusterStateController, reason: String): Seq[ClusterStateController.Move] =
+    if (!s.movable) Nil
+    else {
+      val plan = RebalancePlan(s.owners.toIndexedSeq, liveHosts, h => leaving.contains(h) || h == node.localHost.id)
+      plan.groupBy(_._2).toSeq.sortBy(_._1.executorId).flatMap { case (target, parts) =>
+        s.move(parts.keys.toSeq.sorted, target, reason)
+      }
+    }
+
+  private def liveHosts: Seq[HostId] =
+    hosts.values.asScala.toSeq.filterNot(h => lostHosts.contains(h) || leaving.contains(h))
+
+  // Every State, each on its own (one failing does not keep the others from moving).
+  private def rebalanceAll(reason: String): Unit = states.values.asScala.toSeq.sortBy(_.name).foreach { s =>
+    try rebalance(s, reason)
+    catch { case NonFatal(e) => logWarning(s"State ${s.name}: partitions did not move ($reason)", e) }
+  }
+
+  // Spark posts no event when it starts decommissioning an executor (only its removal, too late for an
+  // in-memory State), so the scheduler is asked a few times a second; the executor lingers at least a
+  // second after the decommission starts, and the hand-over runs in that time.
+  private def watchDecommissions(): Unit = {
+    val watcher = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
+      val t = new Thread(r, "sharedstate-decommission-watch"); t.setDaemon(true); t
+    }
+    watcher.scheduleWithFixedDelay(
+      () =>
+        try {
+          val starting = hosts.values.asScala.toSeq.filter(h =>
+            !leaving.contains(h) && !lostHosts.contains(h) && RpcBridge.decommissioning(sc, h.executorId))
+          if (starting.nonEmpty) {
+            starting.foreach(leaving.add)
+            logInfo(s"sharedstate: executor(s) ${starting.map(_.executorId).mkString(", ")} decommissioning; " +
+              "handing their partitions over")
+            rebalanceAll("decommission")
+          }
+        } catch { case NonFatal(e) => logWarning("sharedstate: decommission watch failed", e) },
+      100,
+      100,
+      java.util.concurrent.TimeUnit.MILLISECONDS
+    )
+    sc.addSparkListener(new SparkListener {
+      override def onApplicationEnd(end: org.apache.spark.scheduler.SparkListenerApplicationEnd): Unit =
+        watcher.shutdownNow()
+    })
+  }
+
   // Checks a host a task could not reach: if it answers, the failure was passing; else it is lost.
   private def checkHost(state: String, host: HostId): Boolean = {
     val alive = !lostHosts.contains(host) && HostLink.answers(node.link(host))
@@ -229,7 +293,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
   // The live host with the fewest of the State's partitions (a replacement executor that registered
   // takes them first); the driver if no executor is left.
   private def pickHost(route: StateRoute, lost: HostId): HostId = {
-    val live = hosts.values.asScala.toSeq.filterNot(h => h == lost || lostHosts.contains(h))
+    val live = liveHosts.filterNot(_ == lost)
     if (live.isEmpty) node.localHost.id
     else live.minBy(h => (route.owners.count(_ == h), h.executorId))
   }
@@ -274,8 +338,11 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
 
   override def handle(message: Any): Any = message match {
     case RegisterHost(id) =>
-      hosts.synchronized { hosts.put(id.executorId, id); hosts.notifyAll() }
+      val joined = hosts.synchronized { val old = hosts.put(id.executorId, id); hosts.notifyAll(); old != id }
       logInfo(s"sharedstate host registered: $id")
+      // A host joining a running application takes its share of every State (see RebalancePlan).
+      if (joined && !states.isEmpty && SharedStateConf.RebalanceOnExecutorAdded.read(sc.getConf))
+        recoveries.submit((() => rebalanceAll("executor added")): Runnable)
       true
     // Both may wait for partitions being rebuilt: answered later, from the recovery pool.
     case GetRoute(name) => CompletableFuture.supplyAsync(() => route(name), recoveries)

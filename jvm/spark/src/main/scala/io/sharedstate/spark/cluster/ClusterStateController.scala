@@ -5,6 +5,7 @@ import io.sharedstate.spark.durable.{DeltaJournal, EncodedPartition, PartitionSo
 import io.sharedstate.core.{
   ChangeSubscription,
   JournalCommit,
+  PartitionHandOver,
   RejectedUpdate,
   SharedStateException,
   State,
@@ -18,6 +19,7 @@ import Messages._
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.locks.ReentrantReadWriteLock
 import org.apache.spark.internal.Logging
+import scala.util.control.NonFatal
 
 /**
  * The driver's control of a State whose partitions live on hosts. It keeps a data-less copy
@@ -175,15 +177,86 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
               HostLink.await[Rebuilt](node.link(target).ask(Adopt(spec, incarnation, lostParts.toArray, d.source,
                     rejectedAfter = d.journal.rejectedThroughEvent)), target, name, lostParts)
             stepRejected ++= rebuilt.rejections.sortBy(_._1).map(_._2)
-            currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h))
+            currentRoute = currentRoute.copy(owners = currentRoute.owners.map(h => if (h == lost) target else h),
+              version = currentRoute.version + 1)
             val ms = (System.nanoTime() - started) / 1000000
-            movesSoFar = movesSoFar :+ ClusterStateController.Move(lostParts, lost, target, ms)
+            movesSoFar = movesSoFar :+ ClusterStateController.Move(lostParts, lost, target, ms, "lost")
             logInfo(s"State $name: partition(s) ${lostParts.mkString(", ")} of lost $lost rebuilt on $target in $ms ms")
           } finally moving.writeLock().unlock()
         }
       }
     case _ => ()
   }
+
+  /** Can its partitions move (not a read-only State the driver's JVM holds whole)? */
+  def movable: Boolean = !keeperHosted
+
+  /**
+   * Moves `partitions` to `target` while writers, fetches and change streams go on (a live move), one
+   * group per current owner. Each group's fence: commits and lifecycle steps of the State wait (this
+   * lock) and no route is handed out (`moving`); the old owner stops serving the partitions (requests
+   * for them are answered "moved" and sent again on the new route by [[RecoveringStateClient]];
+   * asynchronous fetches waiting there too) and hands over their entries, their updates staged for U
+   * and their share of uncommitted task batches; the new owner takes them (a host new to the State
+   * starts from the keeper's progress, equal to every host's here); the route's version goes up. If
+   * the new owner fails, the old one takes them back and the move fails. Partitions already at
+   * `target` stay. Returns one [[ClusterStateController.Move]] per group (the fence's length in ms).
+   */
+  def move(partitions: Seq[Int], target: HostId, reason: String): Seq[ClusterStateController.Move] = synchronized {
+    if (keeperHosted) throw new SharedStateException(s"State '$name' is open read-only: the driver holds all its " +
+      "partitions while it follows its owner's changelog, so they do not move.")
+    partitions.foreach(p =>
+      if (p < 0 || p >= partitionCount) throw new SharedStateException(
+        s"State '$name' has partitions 0 to ${partitionCount - 1}; cannot move partition $p."))
+    val route = currentRoute
+    partitions.distinct.filter(route.owners(_) != target).groupBy(route.owners(_)).toSeq.sortBy(_._1.executorId).map {
+      case (from, group) => moveFrom(from, group.sorted, target, reason)
+    }
+  }
+
+  private def moveFrom(from: HostId, partitions: Seq[Int], target: HostId,
+      reason: String): ClusterStateController.Move = {
+    moving.writeLock().lock()
+    try {
+      val started = System.nanoTime()
+      val version = currentRoute.version + 1
+      val handOver = HostLink.await[PartitionHandOver](
+        node.link(from).ask(HandOver(name, incarnation, partitions.toArray, version)), from, name, partitions)
+      val handedOver = System.nanoTime()
+      def takeOver(at: HostId) = HostLink.await[Any](node.link(at).ask(TakeOver(spec, incarnation, handOver,
+            progressKeeper.progressImage, durable.map(_.source), version)), at, name, partitions)
+      try takeOver(target)
+      catch {
+        case NonFatal(e) =>
+          takeOver(from)
+          throw new SharedStateException(s"State '$name': moving partition(s) ${partitions.mkString(", ")} from " +
+              s"$from to $target failed (${e.getMessage}); they stay on $from.", e)
+      }
+      val moved = partitions.toSet
+      if (currentRoute.partitionsOf(from).forall(moved)) retire(from, target)
+      currentRoute = currentRoute.copy(
+        owners = currentRoute.owners.zipWithIndex.map { case (h, p) => if (moved(p)) target else h },
+        version = version)
+      val ms = (System.nanoTime() - started) / 1000000
+      val m = ClusterStateController.Move(partitions, from, target, ms, reason)
+      movesSoFar = movesSoFar :+ m
+      logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} moved from $from to $target ($reason) with " +
+        s"a $ms ms pause (hand-over ${(handedOver - started) / 1000000} ms, " +
+        s"${handOver.snapshots.map(_.length.toLong).sum} bytes)")
+      m
+    } finally moving.writeLock().unlock()
+  }
+
+  // A host left with no partition gets no more steps: what it counted (applied and rejected updates,
+  // per-writer counts, the rejected log) goes to `to`, so the State's metrics and rejected table keep it.
+  private def retire(host: HostId, to: HostId): Unit =
+    try {
+      val m = HostLink.await[StateMetrics](node.link(host).ask(GetMetrics(name, incarnation)), host, name, Nil)
+      val r =
+        HostLink.await[Array[RejectedUpdate]](node.link(host).ask(GetRejected(name, incarnation)), host, name, Nil)
+      HostLink.await[Any](node.link(to).ask(KeepCounts(name, incarnation, m.updatesApplied, m.updatesRejected,
+            m.writerCounts, r)), to, name, Nil)
+    } catch { case NonFatal(e) => logWarning(s"State $name: $host's counts are not kept in the metrics", e) }
 
   /** Snapshot rounds of a durable State: each partition encoded by its owner between two commits. */
   private[cluster] def snapshotSource: SnapshotSource = new SnapshotSource {
@@ -295,6 +368,10 @@ private[sharedstate] object ClusterStateController {
    */
   final case class Durable(journal: DeltaJournal, source: PartitionSource, pickHost: (StateRoute, HostId) => HostId)
 
-  /** Partitions rebuilt on `to` after `from` was lost, in `millis`. */
-  final case class Move(partitions: Seq[Int], from: HostId, to: HostId, millis: Long)
+  /**
+   * Partitions that moved from `from` to `to`: `reason` `lost` (rebuilt from the tables after `from`
+   * was lost; `millis` the rebuild), else a live move (`move`, `rebalance`, `executor added`,
+   * `decommission`; `millis` the hand-over's fence, while the State's commits wait).
+   */
+  final case class Move(partitions: Seq[Int], from: HostId, to: HostId, millis: Long, reason: String)
 }

@@ -48,6 +48,15 @@ private[sharedstate] trait Coordinator {
   /** Removes the State everywhere (its durable tables stay on storage). */
   def drop(name: String): Boolean
 
+  /**
+   * Moves `partitions` of State `name` to executor `executor` while it is in use (see
+   * ClusterStateController.move); fails in local mode, where the driver's JVM holds every partition.
+   */
+  def move(name: String, partitions: Seq[Int], executor: String): Seq[ClusterStateController.Move]
+
+  /** Spreads the partitions of State `name` evenly over the live executors (see [[RebalancePlan]]); none moves in local mode. */
+  def rebalance(name: String): Seq[ClusterStateController.Move]
+
   /** Registers `reader` on State `name` unless it is registered already. */
   def ensureReader(name: String, reader: String): Unit = state(name).ensureReader(reader)
 

@@ -11,14 +11,16 @@ import java.util.{Collections, WeakHashMap}
  *
  * Each subscription remembers the partitions the host owned when it opened: its pairs from before it
  * joined are read from those only, and should the host adopt a lost host's partitions later, their
- * pairs are filtered out of it (the query re-plans on the new layout; see docs/change-stream.md).
+ * pairs are filtered out of it (the query re-plans on the new layout; see docs/change-stream.md). Should
+ * one of its partitions move away live, reading it fails as "moved" and the reader scans the
+ * partitions where they are now (see changes.HostChangeFeeds.read).
  */
 private[sharedstate] object HostFeeds {
   // Weak keys: a subscription closed with its State (a drop) leaves no entry behind.
   private val covered = Collections.synchronizedMap(new WeakHashMap[ChangeSubscription, Array[Int]]())
 
   /** Answers `request` for `state`, of which this host owns `owned` now. */
-  def serve(state: State, owned: Seq[Int], request: HostFeedRequest): Any = request match {
+  def serve(state: State, owned: Seq[Int], movedAway: Set[Int], request: HostFeedRequest): Any = request match {
     case OpenHostFeed(_, _, from) =>
       val partitions = owned.sorted.toArray
       val sub = state.subscribeChanges(from, partitions.toSeq)
@@ -28,6 +30,8 @@ private[sharedstate] object HostFeeds {
       val sub = state.changeSubscription(id)
       val changes = sub.changes(from, until)
       val partitions = covered.getOrDefault(sub, Array.empty)
+      // A partition it covers moved to another host (a live move): the reader scans the new owner instead.
+      partitions.find(movedAway).foreach(p => throw new PartitionMovedException(state.name, p, "this host"))
       if (partitions.sameElements(owned.sorted)) changes else only(changes, partitions.toSet, state.partitionCount)
     case AwaitHostFeed(_, _, id, beyond, waitMs) =>
       val sub = state.changeSubscription(id)

@@ -5,6 +5,8 @@ import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
 
 import io.sharedstate.core.{
   FetchAnswer,
+  PartitionHandOver,
+  ProgressImage,
   RejectedUpdate,
   SharedStateException,
   State,
@@ -14,7 +16,8 @@ import io.sharedstate.core.{
 }
 import io.sharedstate.core.fetch.FetchRequest
 import Messages._
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap}
+import java.util.concurrent.locks.ReentrantReadWriteLock
 import org.apache.spark.internal.Logging
 import org.apache.spark.sharedstate.RpcBridge
 import scala.collection.immutable.BitSet
@@ -45,19 +48,29 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case EncodePartition(state, inc, partition) =>
       val h = hostedState(state, inc); h.check(partition); h.state.snapshotPartition(partition)
     case Drop(state) => drop(state); true
+    case KeepCounts(state, inc, applied, rejected, writerCounts, log) =>
+      hostedState(state, inc).adopted.keep(applied, rejected, writerCounts, log); true
+    case HandOver(state, inc, partitions, version) => handOver(state, inc, partitions, version)
+    case TakeOver(spec, inc, handOver, progress, source, version) =>
+      takeOver(spec, inc, handOver, progress, source, version); true
     case m: Lifecycle => lifecycle(m)
-    case Stage(state, inc, writer, epoch, task, keys, times, values, rejected) =>
+    case Stage(state, inc, writer, epoch, task, keys, times, values, rejected, version) =>
       val batch = new UpdateBatch
       var i = 0
       while (i < keys.length) { batch.add(keys(i), times(i), values(i)); i += 1 }
       rejected.foreach(batch.reject)
-      stage(state, inc, writer, epoch, task, batch); true
+      stage(state, inc, writer, epoch, task, batch, version); true
     case Fetch(state, inc, requests) => fetch(state, inc, requests)
     case ScanAsOf(state, inc, partition, asOf) => scanAsOf(state, inc, partition, asOf)
     case FetchAsync(state, inc, request) => fetchAsync(state, inc, request)
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
     case m: HostFeedMessages.HostFeedRequest =>
-      val h = hostedState(m.state, m.incarnation); HostFeeds.serve(h.state, h.partitions.toSeq, m)
+      val h = hostedState(m.state, m.incarnation)
+      // A read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not hold one off.
+      m match {
+        case _: HostFeedMessages.ReadHostFeed => h.serve(HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m))
+        case _ => HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m)
+      }
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) =>
       val h = hostedState(state, inc); (h.state.rejectedUpdates ++ h.adopted.rejected).toArray
@@ -65,39 +78,48 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case other => throw new SharedStateException(s"sharedstate host $id: unknown message ${other.getClass.getName}.")
   }
 
-  def stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int, batch: UpdateBatch): Unit = {
+  def stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int, batch: UpdateBatch,
+      routeVersion: Long = 0L): Unit = {
     val h = hostedState(state, incarnation)
-    var i = 0
-    while (i < batch.size) { h.check(h.state.partitionOf(new io.sharedstate.core.Key(batch.keyAt(i))).id); i += 1 }
-    h.state.stage(writer, epoch, task, batch)
+    h.serve {
+      // Split by a route older than a move this host took part in: its share may be another one now
+      // (a task's batch here holds a moved partition's updates), so the task splits it again.
+      if (routeVersion < h.routeVersion) throw new PartitionMovedException(state, -1, id.toString)
+      var i = 0
+      while (i < batch.size) { h.check(h.state.partitionOf(new io.sharedstate.core.Key(batch.keyAt(i))).id); i += 1 }
+      h.state.stage(writer, epoch, task, batch)
+    }
   }
 
   def fetch(state: String, incarnation: Long, requests: Array[FetchRequest]): Array[FetchAnswer] = {
     val h = hostedState(state, incarnation)
-    requests.foreach(r => h.check(r.key.partition(h.state.partitionCount)))
-    h.state.fetch(requests)
+    h.serve {
+      requests.foreach(r => h.check(r.key.partition(h.state.partitionCount)))
+      h.state.fetch(requests)
+    }
   }
 
   def fetchAsync(
       state: String, incarnation: Long, request: FetchRequest): java.util.concurrent.CompletableFuture[FetchAnswer] = {
     val h = hostedState(state, incarnation)
-    h.check(request.key.partition(h.state.partitionCount))
-    h.state.fetchAsync(request)
+    val partition = request.key.partition(h.state.partitionCount)
+    h.serve {
+      h.check(partition)
+      h.waitFor(partition, h.state.fetchAsync(request))
+    }
   }
 
   def changes(
       state: String, incarnation: Long, partition: Int, from: Long, until: Long): Array[io.sharedstate.core.Change] = {
     val h = hostedState(state, incarnation)
-    h.check(partition)
-    h.state.changes(partition, from, until)
+    h.serve { h.check(partition); h.state.changes(partition, from, until) }
   }
 
   def hostProgress(state: String, incarnation: Long): Long = hostedState(state, incarnation).state.updateProgress
 
   def scanAsOf(state: String, incarnation: Long, partition: Int, asOf: Long): StoredPairs = {
     val h = hostedState(state, incarnation)
-    h.check(partition)
-    AsOfPairs.of(h.state.partition(partition), asOf)
+    h.serve { h.check(partition); AsOfPairs.of(h.state.partition(partition), asOf) }
   }
 
   def hostedNames: Seq[String] = hosted.keySet.asScala.toSeq.sorted
@@ -119,7 +141,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     hosted.compute(
       spec.name,
       (_, old) => {
-        if (old != null && old.incarnation == incarnation) old
+        if (old != null && old.incarnation == incarnation && old.partitions.nonEmpty) old
         else {
           if (old != null) old.state.close()
           val state = new State(spec)
@@ -136,7 +158,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
   private def adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource)
       : Seq[(Long, RejectedUpdate)] = {
     val current = hosted.get(spec.name)
-    val rejections = if (current == null || current.incarnation != incarnation)
+    val rejections = if (current == null || current.incarnation != incarnation || current.partitions.isEmpty)
       host(spec, incarnation, partitions, Some(source))
     else {
       val rebuilt = new State(spec)
@@ -152,6 +174,50 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     // What tasks staged for these partitions before they moved was staged at the lost host.
     hosted.get(spec.name).restageFirstCommits()
     rejections
+  }
+
+  /**
+   * A live move at the old owner (the coordinator holds the State's steps meanwhile): no request for
+   * `partitions` is served from here on, those waiting for U are answered "moved", and the partitions
+   * with their share of uncommitted task batches leave this host's State.
+   */
+  private def handOver(state: String, incarnation: Long, partitions: Array[Int], version: Long): PartitionHandOver = {
+    val h = hostedState(state, incarnation)
+    h.exclusively {
+      h.routeVersion = math.max(h.routeVersion, version)
+      partitions.foreach(h.check)
+      h.partitions = h.partitions -- partitions
+      h.movedAway = h.movedAway ++ partitions
+      h.failWaiting(partitions.toSet)
+      val out = h.state.handOver(partitions.toSeq)
+      logInfo(s"State $state: partition(s) ${partitions.mkString(", ")} handed over by $id")
+      out
+    }
+  }
+
+  /** A live move at the new owner (or back at the old one, should the new one have failed). */
+  private def takeOver(spec: StateSpec, incarnation: Long, handOver: PartitionHandOver, progress: ProgressImage,
+      source: Option[PartitionSource], version: Long): Unit = {
+    val current = hosted.get(spec.name)
+    // A host that held none of the State's partitions got no steps meanwhile: it starts afresh.
+    if (current != null && current.incarnation == incarnation && current.partitions.nonEmpty) current.exclusively {
+      current.routeVersion = math.max(current.routeVersion, version)
+      current.state.takeOver(handOver)
+      current.partitions = current.partitions ++ handOver.partitions
+      current.movedAway = current.movedAway -- handOver.partitions
+    }
+    else {
+      if (current != null) current.state.close()
+      val state = new State(spec)
+      state.restoreProgress(progress)
+      state.takeOver(handOver)
+      val h = new Hosted(incarnation, state, BitSet(handOver.partitions.toIndexedSeq: _*), id, source)
+      h.routeVersion = version
+      // What it handed over before still answers "moved" (a task may hold a route that old).
+      if (current != null && current.incarnation == incarnation) h.movedAway = current.movedAway -- handOver.partitions
+      hosted.put(spec.name, h)
+    }
+    logInfo(s"State ${spec.name}: partition(s) ${handOver.partitions.mkString(", ")} taken over by $id")
   }
 
   private def rebuild(state: State, partitions: Array[Int], source: PartitionSource): Seq[(Long, RejectedUpdate)] = {
@@ -221,11 +287,53 @@ private[sharedstate] object HostService {
       j
     }
     @volatile private var restage = false
+    // Requests hold it shared while they check and use their partitions; a hand-over holds it alone.
+    private val serving = new ReentrantReadWriteLock()
+
+    /** Partitions this host handed to another (requests for them are answered "moved"). */
+    @volatile var movedAway: BitSet = BitSet.empty
+
+    /** The route version of the last move this host took part in: stages split by an older route are refused. */
+    @volatile var routeVersion: Long = 0L
+    // Asynchronous fetches waiting for U here, by partition: a hand-over answers them "moved".
+    private val waiting = new ConcurrentHashMap[CompletableFuture[FetchAnswer], Integer]()
+
+    def serve[T](body: => T): T = {
+      serving.readLock().lock();
+      try body
+      finally serving.readLock().unlock()
+    }
+    def exclusively[T](body: => T): T = {
+      serving.writeLock().lock();
+      try body
+      finally serving.writeLock().unlock()
+    }
+
+    def waitFor(partition: Int, answer: CompletableFuture[FetchAnswer]): CompletableFuture[FetchAnswer] =
+      if (answer.isDone) answer
+      else {
+        val out = new CompletableFuture[FetchAnswer]()
+        waiting.put(out, partition)
+        answer.whenComplete { (a: FetchAnswer, e: Throwable) =>
+          waiting.remove(out)
+          if (e == null) out.complete(a) else out.completeExceptionally(e)
+        }
+        out
+      }
+
+    def failWaiting(partitions: Set[Int]): Unit = waiting.forEach { (f, p) =>
+      if (partitions(p.intValue)) {
+        waiting.remove(f); f.completeExceptionally(new PartitionMovedException(state.name, p, host.toString))
+      }
+    }
     private val restaged = ConcurrentHashMap.newKeySet[String]()
 
-    def check(partition: Int): Unit = if (!partitions.contains(partition)) throw new SharedStateException(
-      s"State '${state.name}' partition $partition is not hosted by $host (it hosts ${partitions.mkString(", ")}); " +
-        "the request was misrouted.")
+    def check(partition: Int): Unit = if (!partitions.contains(partition)) {
+      if (movedAway.contains(partition)) throw new PartitionMovedException(state.name, partition, host.toString)
+      throw new SharedStateException(
+        s"State '${state.name}' partition $partition is not hosted by $host (it hosts ${partitions.mkString(", ")}); " +
+          "the request was misrouted.")
+    }
 
     def restageFirstCommits(): Unit = { restaged.clear(); restage = true }
 
@@ -261,6 +369,16 @@ private[sharedstate] object HostService {
         (w.keySet ++ counts.keySet).map { k =>
           val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
         }.toMap, n + rebuilt.metrics.updatesRejected)
+    }
+
+    /** Counts of a host that no longer serves the State (see Messages.KeepCounts). */
+    def keep(applied: Long, rejectedCount: Long, counts: Map[String, (Long, Long)],
+        log: Array[io.sharedstate.core.RejectedUpdate]): Unit = synchronized {
+      val (r, a, w, n) = extra
+      extra = (r ++ log, a + applied,
+        (w.keySet ++ counts.keySet).map { k =>
+          val (x1, y1) = w.getOrElse(k, (0L, 0L)); val (x2, y2) = counts.getOrElse(k, (0L, 0L)); k -> (x1 + x2, y1 + y2)
+        }.toMap, n + rejectedCount)
     }
 
     def addTo(m: StateMetrics): StateMetrics = {

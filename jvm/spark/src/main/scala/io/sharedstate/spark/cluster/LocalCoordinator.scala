@@ -30,6 +30,15 @@ private[sharedstate] final class LocalCoordinator(val context: SparkContext) ext
 
   override def names: Seq[String] = registry.names
 
+  override def move(name: String, partitions: Seq[Int], executor: String): Seq[ClusterStateController.Move] = {
+    find(name, readOnly = None)
+    throw new io.sharedstate.core.SharedStateException(s"State '$name' lives in the driver's JVM (master " +
+      s"${Option(context).map(_.master).getOrElse("none")}): its partitions move between executors only in a cluster " +
+      "(local-cluster, standalone, YARN, Kubernetes).")
+  }
+
+  override def rebalance(name: String): Seq[ClusterStateController.Move] = { find(name, readOnly = None); Nil }
+
   override def drop(name: String): Boolean = { DurableStates.forget(name); registry.drop(name) }
 
   override val access: StateAccess = new StateAccess {

@@ -2,7 +2,7 @@ package io.sharedstate.spark.cluster
 
 import io.sharedstate.spark.durable.PartitionSource
 
-import io.sharedstate.core.{RejectedUpdate, StateSpec}
+import io.sharedstate.core.{PartitionHandOver, ProgressImage, RejectedUpdate, StateSpec}
 import io.sharedstate.core.fetch.FetchRequest
 
 /** The RPC messages between the driver's coordinator and the hosts (Java-serialised by Spark's RPC). */
@@ -43,6 +43,28 @@ private[sharedstate] object Messages {
   final case class Adopt(spec: StateSpec, incarnation: Long, partitions: Array[Int], source: PartitionSource,
       rejectedAfter: Long = Long.MaxValue)
 
+  /**
+   * A live move, at the old owner, inside the coordinator's fence: it stops serving `partitions`
+   * (requests for them are answered with [[PartitionMovedException]], asynchronous fetches waiting
+   * for them too) and hands them over: answered with the core PartitionHandOver.
+   */
+  final case class HandOver(state: String, incarnation: Long, partitions: Array[Int], routeVersion: Long)
+
+  /**
+   * A live move, at the new owner: it serves the partitions handed over from now on. A host new to
+   * the State starts it from `progress` (the coordinator's, equal to every host's inside the fence);
+   * `source`: a durable State's tables (the host hands what steps reject to the driver).
+   */
+  final case class TakeOver(spec: StateSpec, incarnation: Long, handOver: PartitionHandOver, progress: ProgressImage,
+      source: Option[PartitionSource], routeVersion: Long)
+
+  /**
+   * What a host left with none of the State's partitions counted (applied and rejected updates,
+   * per-writer counts, its rejected log), kept by a host that still serves the State.
+   */
+  final case class KeepCounts(state: String, incarnation: Long, applied: Long, rejected: Long,
+      writerCounts: Map[String, (Long, Long)], rejectedLog: Array[RejectedUpdate])
+
   /** What rebuilding partitions from the tables rejected, each with its journal event. */
   final case class Rebuilt(rejections: Array[(Long, RejectedUpdate)])
 
@@ -76,9 +98,13 @@ private[sharedstate] object Messages {
   final case class StepRejected(rejections: Array[RejectedUpdate])
 
   // ---- to a host: data (sent by tasks, batched per owner) ----
-  /** The part of one write task's updates that falls in the host's partitions (maybe none: it replaces an earlier attempt). */
+  /**
+   * The part of one write task's updates that falls in the host's partitions (maybe none: it replaces
+   * an earlier attempt), split by the route of `routeVersion`.
+   */
   final case class Stage(state: String, incarnation: Long, writer: String, epoch: Long, task: Int,
-      keys: Array[Array[Byte]], times: Array[Long], values: Array[Array[Byte]], rejected: Array[RejectedUpdate])
+      keys: Array[Array[Byte]], times: Array[Long], values: Array[Array[Byte]], rejected: Array[RejectedUpdate],
+      routeVersion: Long = 0L)
   final case class Fetch(state: String, incarnation: Long, requests: Array[FetchRequest])
 
   /** Answered when U passes the request (the host's pending queue): the reply comes later. */

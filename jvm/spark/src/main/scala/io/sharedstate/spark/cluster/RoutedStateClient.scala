@@ -48,7 +48,7 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
       node.localHost match {
         case local if local != null && local.id == hosts(h) =>
           scala.concurrent.Future.fromTry(scala.util.Try(local.stage(name, route.incarnation, writer, epoch, task,
-                parts(h))))
+                parts(h), route.version)))
         case _ =>
           val p = parts(h)
           node.link(hosts(h)).ask(Stage(
@@ -60,7 +60,8 @@ private[sharedstate] final class RoutedStateClient(route: StateRoute, node: Clus
               Array.tabulate(p.size)(p.keyAt),
               Array.tabulate(p.size)(p.timeAt),
               Array.tabulate(p.size)(p.valueAt),
-              p.rejectedUpdates.toArray
+              p.rejectedUpdates.toArray,
+              route.version
             ))
       }
     }

@@ -93,9 +93,33 @@ private[sharedstate] object SharedStateConf {
       case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
     })
 
+  /**
+   * An executor host joining a running application (dynamic allocation, a new worker, a replaced
+   * executor) rebalances every State over the live executors, moving partitions live; off, a State's
+   * partitions stay where they are until `State.rebalance()`.
+   */
+  val RebalanceOnExecutorAdded: Entry[Boolean] = Entry("spark.sharedstate.rebalanceOnExecutorAdded", "true",
+    "rebalance States when an executor joins")((key, text) =>
+    text.toLowerCase match {
+      case "true" => true
+      case "false" => false
+      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+    })
+
   /** Session setting naming the State a query (by its name) publishes its state store to. */
   val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
 
-  val All: Seq[Entry[_]] = Seq(Root, SnapshotInterval, SnapshotsRetained, SnapshotFullEvery, OwnerLease, FollowInterval,
-    Executors, HostWaitTimeout, AllowUnauthenticated, StateStorePublish)
+  val All: Seq[Entry[_]] = Seq(
+    Root,
+    SnapshotInterval,
+    SnapshotsRetained,
+    SnapshotFullEvery,
+    OwnerLease,
+    FollowInterval,
+    Executors,
+    HostWaitTimeout,
+    AllowUnauthenticated,
+    StateStorePublish,
+    RebalanceOnExecutorAdded
+  )
 }

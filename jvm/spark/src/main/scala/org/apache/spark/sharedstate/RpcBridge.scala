@@ -161,6 +161,15 @@ object RpcBridge extends Logging {
     env.flatMap(e => Option(e.blockManager.blockManagerId)).map(_.host).getOrElse(
       org.apache.spark.util.Utils.localHostName())
 
+  /**
+   * Is executor `executorId` being decommissioned (Spark's graceful decommissioning, started by the
+   * driver or by the executor itself)? Spark posts no listener event for it, so the scheduler is asked.
+   */
+  def decommissioning(sc: SparkContext, executorId: String): Boolean = {
+    val scheduler = sc.taskScheduler
+    scheduler != null && scheduler.getExecutorDecommissionState(executorId).isDefined
+  }
+
   /** The running SparkContext of this (driver) JVM, if any. */
   def activeContext: Option[SparkContext] = SparkContext.getActive
 }

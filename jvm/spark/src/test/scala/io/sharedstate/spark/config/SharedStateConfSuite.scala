@@ -17,6 +17,7 @@ class SharedStateConfSuite extends AnyFunSuite {
     assert(SharedStateConf.Executors.read(conf).isEmpty)
     assert(SharedStateConf.HostWaitTimeout.read(conf) == 60000L)
     assert(!SharedStateConf.StateStorePublish.read(conf))
+    assert(SharedStateConf.RebalanceOnExecutorAdded.read(conf))
   }
 
   test("set values are read; 0 turns the periodic work off") {

@@ -1,0 +1,187 @@
+"""Runs on local-cluster[2,1,1024] with Spark's executor decommissioning on: a writer, a fetch join
+and a change stream run on a State (in memory or durable) while its partitions move: explicitly
+(State.move), by State.rebalance(), away from a decommissioned executor (handed over before it
+leaves) and onto the executor that replaces it (rebalanced when it registers). The input arrives in
+chunks between the moves; it/test_cluster_elastic.py checks the records against the offline oracles.
+
+usage: elastic_app.py OUT_DIR SEED KIND   (KIND: memory or durable)
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+import sharedstate as ss
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, write_batches
+from sharedstate.testing.streams import wait_until
+
+out = Path(sys.argv[1])
+seed = int(sys.argv[2])
+kind = sys.argv[3]
+conf = {
+    "spark.authenticate": "true",
+    "spark.authenticate.secret": secrets.token_hex(16),
+    "spark.sql.shuffle.partitions": "4",
+    "spark.driver.memory": "1g",
+    "spark.decommission.enabled": "true",
+    # a decommissioned executor lingers this long before it exits (Spark's own test setting); the
+    # hand-over does not need it, it makes the test independent of how busy the machine is
+    "spark.test.executor.decommission.initial.sleep.millis": "3000",
+}
+if kind == "durable":
+    conf["spark.sharedstate.root"] = str(out / "root")
+spark = ss.session("sharedstate-elastic-it", master="local-cluster[2,1,1024]", **conf)
+sc = spark.sparkContext
+records: dict = {"app_id": sc.applicationId}
+
+work = make_workload(seed, keys=40, changes_per_key=8, events=1500)
+chunks = 4
+per = -(-len(work.update_batches) // chunks)
+ev_per = -(-len(work.event_batches) // chunks)
+base = time.time() - 10_000
+
+
+def feed(i: int) -> None:
+    """Chunk i of the input: a few more update and event files for the running queries."""
+    write_batches(out / "updates", work.update_batches[i * per : (i + 1) * per], start_mtime=base, first_index=i * per)
+    write_batches(
+        out / "events", work.event_batches[i * ev_per : (i + 1) * ev_per], start_mtime=base, first_index=i * ev_per
+    )
+
+
+feed(0)
+state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=8)
+records["hosts_at_start"] = state.hosts
+updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
+writer = (
+    updates.writeStream.format("sharedstate")
+    .option("state", "campaigns")
+    .option("key", "ad_id")
+    .option("time", "ts")
+    .option("value", "campaign")
+    .option("lateness", "20 seconds")
+    .option("checkpointLocation", str(out / "ck-updates"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
+events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
+joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
+reader = (
+    joined.writeStream.format("parquet")
+    .option("path", str(out / "joined"))
+    .option("checkpointLocation", str(out / "ck-events"))
+    .trigger(processingTime="300 milliseconds")
+    .start()
+)
+# the change stream: each batch's rows by batch id (a batch run again replaces its first run)
+change_batches: dict = {}
+
+
+def keep_batch(df, batch_id: int) -> None:
+    change_batches[batch_id] = [(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in df.collect()]
+
+
+changes = (
+    state.changes()
+    .writeStream.foreachBatch(keep_batch)
+    .option("checkpointLocation", str(out / "ck-changes"))
+    .trigger(processingTime="400 milliseconds")
+    .start()
+)
+queries = (writer, reader, changes)
+
+
+def healthy() -> None:
+    for q in queries:
+        if q.exception() is not None:
+            raise AssertionError(f"query failed: {q.exception()}")
+
+
+def u_seconds() -> float:
+    p = state.progress()
+    return p["update"].timestamp() if p["update"] is not None else float("-inf")
+
+
+def advance(i: int, timeout: float = 300) -> None:
+    """Feeds chunk i and waits until U passes where it was (commits after the moves), the queries running."""
+    start = u_seconds()
+    feed(i)
+
+    def passed() -> bool:
+        healthy()
+        return u_seconds() > start
+
+    wait_until(passed, timeout, f"U to move on with chunk {i}")
+
+
+wait_until(lambda: (healthy(), any(change_batches.values()))[1], 600, "a first change batch")
+executors = sorted(set(state.hosts))
+records["executors"] = executors
+
+# 1. explicit moves while chunk 0 is processed: every partition onto the first executor
+explicit = []
+for p, owner in enumerate(state.hosts):
+    if owner != executors[0]:
+        explicit += state.move(p, executors[0])
+records["explicit_moves"] = explicit
+records["hosts_after_moves"] = state.hosts
+advance(1)
+
+# 2. rebalance while chunk 1 is processed: half of them back
+records["rebalance_moves"] = state.rebalance()
+records["hosts_after_rebalance"] = state.hosts
+advance(2)
+
+# 3. decommission the second executor while chunk 2 is processed: its partitions are handed over
+#    before it leaves; the worker then starts a replacement executor, which takes its share back
+leaving = executors[1]
+info = sc._jvm.org.apache.spark.scheduler.ExecutorDecommissionInfo(
+    "sharedstate elastic test", sc._jvm.scala.Option.apply(None)
+)
+records["decommission_started"] = sc._jsc.sc().schedulerBackend().decommissionExecutor(leaving, info, False, False)
+
+
+def reason_seen(reason: str):
+    return lambda: (healthy(), any(m["reason"] == reason for m in state.describe()["moves"]))[1]
+
+
+wait_until(reason_seen("decommission"), 120, "the decommissioned executor's hand-over")
+records["hosts_after_decommission"] = state.hosts
+wait_until(reason_seen("executor added"), 300, "the replacement executor's rebalance")
+records["hosts_after_replacement"] = state.hosts
+advance(3)
+
+
+def all_joined() -> bool:
+    healthy()
+    # through the sink's log: only committed files (pandas would also see files being written)
+    return (out / "joined" / "_spark_metadata").is_dir() and spark.read.parquet(str(out / "joined")).count() >= len(
+        work.events
+    )
+
+
+wait_until(all_joined, 600, "every event joined")
+writer.processAllAvailable()
+reader.processAllAvailable()
+changes.processAllAvailable()
+for q in queries:
+    q.stop()
+spark.read.parquet(str(out / "joined")).toPandas().to_parquet(out / "joined.parquet")
+progress = state.progress()
+records["moves"] = state.describe()["moves"]
+records["update"] = str(progress["update"])
+records["updates_rejected"] = progress["updates_rejected"]
+records["keys"] = progress["keys"]
+pd.DataFrame(
+    [(b, *row) for b, rows in sorted(change_batches.items()) for row in rows],
+    columns=["batch", "ad_id", "campaign", "campaigns_time"],
+).to_parquet(out / "changes.parquet")
+(out / "records.json").write_text(json.dumps(records, default=str))
+spark.stop()
+print("ELASTIC-APP-OK")

@@ -1,0 +1,160 @@
+package io.sharedstate.spark.cluster
+
+import io.sharedstate.spark.cluster.Messages._
+
+import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
+import io.sharedstate.core.fetch.FetchRequest
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.concurrent.TimeUnit
+import org.apache.spark.sharedstate.RpcBridge
+import org.scalatest.funsuite.AnyFunSuite
+import scala.util.Random
+
+/**
+ * Live moves between three hosts in one JVM (A in-process, B and C over RPC): partitions move while
+ * an epoch is staged but not committed, to a host that already holds some of the State and to one
+ * new to it; a request split by the old route is answered "moved" and sent again; an asynchronous
+ * fetch waiting at the old owner follows its partition. Every answer equals one plain State given the
+ * same updates (the oracle), and the keys are counted once.
+ */
+class LiveMoveSuite extends AnyFunSuite with TwoHosts {
+  override protected def appId: String = "live-move-suite"
+  private lazy val serverC = RpcBridge.newStandaloneServer(s"$appId-c", "127.0.0.1", conf)
+  private lazy val hostC = {
+    val h = new HostService(HostId("3", "127.0.0.1", serverC.port))
+    serverC.serve(HostService.Endpoint, h, MessageAllowList)
+    h
+  }
+  override def afterAll(): Unit =
+    try serverC.shutdown()
+    finally super.afterAll()
+
+  private def key(i: Int): Array[Byte] = s"key-$i".getBytes(UTF_8)
+  private def value(s: String): Array[Byte] = s.getBytes(UTF_8)
+
+  private def setUp(name: String): (ClusterStateController, ClusterNode, StateSpec) = {
+    val spec = StateSpec(name.replace("-", "_"), "k STRING", "v STRING", 6, "replace")
+    val route = StateRoute(spec, 11L, Array.tabulate(6)(i => if (i % 2 == 0) hostA.id else hostB.id))
+    var driver: ClusterStateController = null
+    val n = nodeA(driver.route)
+    route.hosts.foreach(h =>
+      HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name,
+        Nil))
+    driver = new ClusterStateController(new State(spec), route, n)
+    (driver, n, spec)
+  }
+
+  private def stageEpoch(client: StateClient, oracle: State, epoch: Long, random: Random): Long = {
+    var maxTime = 0L
+    for (task <- 0 until 3) {
+      val (batch, same) = (new UpdateBatch, new UpdateBatch)
+      for (_ <- 0 until 150) {
+        val t = epoch * 1000 + random.nextInt(1400) - 300
+        val (k, v) = (key(random.nextInt(60)), value(s"e$epoch-t$t"))
+        batch.add(k, t, v); same.add(k, t, v)
+        maxTime = math.max(maxTime, t)
+      }
+      client.stage("w", epoch, task, batch)
+      oracle.stage("w", epoch, task, same)
+    }
+    maxTime
+  }
+
+  private def assertAnswers(client: StateClient, oracle: State): Unit = {
+    val requests = for (k <- 0 until 60; t <- Seq(-400L, 150L, 1700L, 2999L, 4500L, 9000L))
+      yield FetchRequest(new Key(key(k)), t)
+    val answers = client.fetch(requests.toIndexedSeq)
+    requests.zip(answers).foreach { case (r, a) => assertSame(a, oracle.fetch(r)) }
+    assert(answers.count(_.isInstanceOf[FetchAnswer.Found]) > 0)
+  }
+
+  test("partitions move between epochs and mid-epoch, to a host of the State and to a new one: answers of one State") {
+    hostC
+    val (driver, n, spec) = setUp("moving")
+    val oracle = new State(spec)
+    val client = new RecoveringStateClient(spec.name, n)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val random = new Random(7)
+    for (epoch <- 0L until 6L) {
+      val maxTime = stageEpoch(client, oracle, epoch, random)
+      // staged, not committed: the moved partitions' share of the tasks' batches moves with them
+      epoch match {
+        case 1L => assert(driver.move(Seq(0, 2), hostB.id, "move").map(_.partitions) == Seq(Seq(0, 2)))
+        case 2L =>
+          driver.move(Seq(1, 4), hostC.id, "move") // C is new to the State: it starts from the keeper's progress
+        case 4L => driver.move(Seq(0, 1, 2, 3, 4, 5), hostA.id, "move")
+        case _ => ()
+      }
+      val progress = maxTime - 300
+      val got = driver.commitEpoch("w", epoch, progress)
+      val want = oracle.commitEpoch("w", epoch, progress)
+      assert((got.accepted, got.rejected, got.updateProgress) == (want.accepted, want.rejected, want.updateProgress))
+      assertAnswers(client, oracle)
+    }
+    assert(driver.owners.forall(_ == hostA.id) && driver.route.version == 5)
+    assert(driver.moves.map(m => (m.partitions, m.from.executorId, m.to.executorId)) == Seq(
+      (Seq(0, 2), "1", "2"), (Seq(4), "1", "3"), (Seq(1), "2", "3"), (Seq(0, 2, 3, 5), "2", "1"),
+      (Seq(1, 4), "3", "1")))
+    assert(driver.moves.forall(m => m.millis >= 0 && m.reason == "move"))
+    // each key counted once: the old owners forgot what they handed over
+    assert(driver.metrics.keys == oracle.metrics.keys)
+    assert(driver.metrics.updatesRejected == oracle.metrics.updatesRejected)
+  }
+
+  test("a stage split by the route before a move is answered 'moved' and sent again on the new route") {
+    val (driver, n, spec) = setUp("stale-stage")
+    val oracle = new State(spec)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val before = driver.route
+    val random = new Random(3)
+    stageEpoch(new RecoveringStateClient(spec.name, n), oracle, 0L, random)
+    driver.move(Seq(0), hostB.id, "move")
+    // a retried task split by the old route: B (part of the move) refuses it, A refuses partition 0's share
+    val retry = new UpdateBatch
+    (0 until 60).foreach(i => retry.add(key(i), 500L, value(s"retry-$i")))
+    val moved = intercept[PartitionMovedException](new RoutedStateClient(before, n).stage("w", 0L, 1, retry))
+    assert(moved.getMessage.contains("sent again on the new route"))
+    val same = new UpdateBatch
+    (0 until 60).foreach(i => same.add(key(i), 500L, value(s"retry-$i")))
+    new RecoveringStateClient(spec.name, n).stage("w", 0L, 1, retry)
+    oracle.stage("w", 0L, 1, same)
+    driver.commitEpoch("w", 0L, 2000L); oracle.commitEpoch("w", 0L, 2000L)
+    assertAnswers(new RecoveringStateClient(spec.name, n), oracle)
+    assert(driver.metrics.keys == oracle.metrics.keys)
+  }
+
+  test("an asynchronous fetch waiting at the old owner follows its partition and is answered once") {
+    val (driver, n, spec) = setUp("waiting-fetch")
+    val oracle = new State(spec)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val random = new Random(5)
+    val maxTime = stageEpoch(new RecoveringStateClient(spec.name, n), oracle, 0L, random)
+    val onB = (0 until 60).find(i => new Key(key(i)).partition(6) % 2 == 1).get
+    val request = FetchRequest(new Key(key(onB)), 500L) // answered once U passes 500
+    val waiting = new RecoveringStateClient(spec.name, n).fetchAsync(request)
+    Thread.sleep(100)
+    assert(!waiting.isDone)
+    driver.move(Seq(new Key(key(onB)).partition(6)), hostC.id, "move")
+    driver.commitEpoch("w", 0L, maxTime); oracle.commitEpoch("w", 0L, maxTime)
+    assertSame(waiting.get(10, TimeUnit.SECONDS), oracle.fetch(request))
+  }
+
+  test("a rebalance plan spreads partitions evenly with the fewest moves, leaving hosts emptied, lost ones kept") {
+    val (a, b, c, d) = (hostA.id, hostB.id, HostId("3", "h", 3), HostId("4", "h", 4))
+    val owners = IndexedSeq(a, a, a, a, b, b, a, b)
+    val plan = RebalancePlan(owners, Seq(a, b, c), _ => false)
+    val after = owners.indices.map(p => plan.getOrElse(p, owners(p)))
+    val counts = Seq(a, b, c).map(h => after.count(_ == h))
+    assert(counts.max - counts.min <= 1 && plan.size == 2 && plan.values.forall(_ == c))
+    assert(RebalancePlan(after, Seq(a, b, c), _ => false).isEmpty) // balanced: nothing moves
+    // c leaves (decommission): its partitions go; d is lost: its partition stays where it is
+    val leavingPlan = RebalancePlan(after.updated(7, d), Seq(a, b), _ == c)
+    assert(leavingPlan.keySet == after.indices.filter(after(_) == c).toSet)
+    assert(!leavingPlan.contains(7))
+  }
+
+  private def assertSame(a: FetchAnswer, b: FetchAnswer): Unit = (a, b) match {
+    case (FetchAnswer.Found(t1, v1), FetchAnswer.Found(t2, v2)) => assert(t1 == t2 && v1.sameElements(v2))
+    case _ => assert(a == b)
+  }
+}

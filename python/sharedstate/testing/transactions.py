@@ -67,6 +67,13 @@ class TxnWorkload:
     plain: pd.DataFrame | None = None
     lateness_s: int = 0
 
+    def transaction_over(self, names: dict[str, str]) -> dict:
+        """``transaction`` with the States renamed (``names``: this workload's name -> the State's)."""
+        t = dict(self.transaction)
+        t["reads"] = {r: (names.get(s, s), k) for r, (s, k) in t.get("reads", {}).items()}
+        t["writes"] = [(names.get(s, s), k, v) for s, k, v in t["writes"]]
+        return t
+
     def oracle(self) -> Outcomes:
         """The transactions and plain updates applied one by one in time order (every time is distinct)."""
         store: Store = {s: dict(self.initial.get(s, {})) for s in self.states}
@@ -138,12 +145,16 @@ class Zipf:
         """`count` distinct records for one transaction: with probability `multi_ratio` spread over
         `multi_length` partitions (record mod `partitions`), else all in one partition (TStream's
         multi-partition transactions)."""
+        partitions = max(1, min(partitions, self.records))
         spread = min(count, multi_length, partitions) if self.rng.random() < multi_ratio else 1
         parts = self.rng.choice(partitions, size=spread, replace=False)
         chosen: list[int] = []
+        tries = 0
         while len(chosen) < count:
-            part = int(parts[len(chosen) % spread])
-            record = (int(self.draw(1)[0]) // partitions) * partitions + part
+            tries += 1
+            record = int(self.draw(1)[0])
+            if tries < 1000:  # a partition too small for the transaction: any record after that
+                record = (record // partitions) * partitions + int(parts[len(chosen) % spread])
             if record < self.records and record not in chosen:
                 chosen.append(record)
         return chosen

@@ -88,22 +88,21 @@ private[sharedstate] object TransactionRuns extends Logging {
   }
 
   /** The bound of `batch` of `node` in `query`, fixed by the first task that asks (see the object's doc). */
-  def bound(query: String, node: Node, batch: Long): Bound = {
+  def bound(query: String, node: Node, batch: Long): Bound = synchronized {
     val key = s"$query|${node.name}"
-    bounds.computeIfAbsent(
-      s"$key|$batch",
-      _ => {
-        catchUp(query)
-        val group = TransactionGroups.named(node.group)
-        val until = group.updateProgress // read before draining: every outcome below it is drained now
-        drain(group)
-        val from = Option(lastBound.get(key)).filter(_._1 < batch).map(_._2).getOrElse(EventTime.MinusInfinity)
-        lastBound.put(key, (batch, until))
-        Option(buffers.get(writerId(query, node.name))).foreach(b => b.synchronized(b.filterInPlace(_.time >= from)))
-        bounds.remove(s"$key|${batch - Kept}")
-        Bound(from, until)
-      }
-    )
+    Option(bounds.get(s"$key|$batch")).getOrElse {
+      catchUp(query)
+      val group = TransactionGroups.named(node.group)
+      val until = group.updateProgress // read before draining: every outcome below it is drained now
+      drain(group)
+      val from = Option(lastBound.get(key)).filter(_._1 < batch).map(_._2).getOrElse(EventTime.MinusInfinity)
+      lastBound.put(key, (batch, until))
+      Option(buffers.get(writerId(query, node.name))).foreach(b => b.synchronized(b.filterInPlace(_.time >= from)))
+      bounds.remove(s"$key|${batch - Kept}")
+      val bound = Bound(from, until)
+      bounds.put(s"$key|$batch", bound)
+      bound
+    }
   }
 
   /** The query's outcomes a batch with `bound` emits, in (time, id) order. */

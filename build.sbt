@@ -143,7 +143,8 @@ lazy val spark = (project in file("jvm/spark"))
 // JMH micro-benchmarks of the engine and its queues, each beside its peers in the same run.
 // Not aggregated by `root`: `bin/sbt "bench/Jmh/run ..."` runs them (see benchmarks/README.md).
 lazy val bench = (project in file("benchmarks/jmh"))
-  .dependsOn(core, delivery)
+  // core's test sources hold the transaction workloads (GS, SL, OB, TP) the model tests check
+  .dependsOn(core % "compile->compile;compile->test", delivery)
   .enablePlugins(JmhPlugin)
   .settings(
     name := "sharedstate-benchmarks",

@@ -20,7 +20,9 @@ import java.util.concurrent.atomic.AtomicInteger
  *
  * `executor == null` runs everything on the calling thread (a resumed chain goes to a local queue);
  * otherwise the chains are cut into slices of consecutive chains, one task per slice, and each
- * resumed chain is a task of its own. [[run]] returns once every chain ran to its end and published.
+ * resumed chain is a task of its own. [[run]] returns once every chain ran to its end and published;
+ * the calling thread waits meanwhile, so it must not be the only thread of the executor (a
+ * ForkJoinPool worker may call it: the pool compensates for a blocked worker).
  */
 private[sharedstate] final class ChainScheduler(executor: Executor, parallelism: Int) {
 

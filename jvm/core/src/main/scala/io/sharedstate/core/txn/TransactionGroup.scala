@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{ProgressGroup, SharedStateException, State}
+import io.sharedstate.core.{EventTime, ProgressGroup, SharedStateException, State}
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable
@@ -68,8 +68,16 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 
   // ---- writers ----
 
-  /** Registers `writer` on every member (see State.registerWriter). */
-  def registerWriter(writer: String): Unit = states.foreach(_.registerWriter(writer))
+  /**
+   * Registers `writer` on every member (see State.registerWriter). Once every writer has finished the
+   * group is final (U = +infinity): a State reopens for a writer that registers then, a group does not.
+   */
+  def registerWriter(writer: String): Unit = {
+    if (u == EventTime.PlusInfinity && states.exists(_.writerProgress(writer).isEmpty)) throw new SharedStateException(
+      s"Transaction group '$name' is final (every writer finished, U = +infinity): writer '$writer' cannot join it. " +
+        "Create the States and their group anew.")
+    states.foreach(_.registerWriter(writer))
+  }
 
   /** Reports a writer's progress on every member without an epoch. */
   def reportUpdateProgress(writer: String, progress: Long): Unit =
@@ -110,9 +118,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
    * Commits `epoch` of `writer` on the group: its transactions (late ones rejected against the group's
    * U now) and, on every member, its plain updates, with the writer's new progress. Idempotent like
    * State.commitEpoch. Whatever U now passes is applied before this returns.
+   *
+   * @param payloads per member State name, the payload its journal records with the commit (see
+   *                 State.commitEpoch; a durable State's data files)
    */
-  def commitEpoch(
-      writer: String, epoch: Long, progress: Long, finish: Boolean = false): TransactionGroup.CommitOutcome = {
+  def commitEpoch(writer: String, epoch: Long, progress: Long, finish: Boolean = false,
+      payloads: Map[String, AnyRef] = Map.empty): TransactionGroup.CommitOutcome = {
     val out = underLock {
       states.foreach { s =>
         if (s.writerProgress(writer).isEmpty) throw new SharedStateException(
@@ -121,7 +132,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
       }
       val tasks = Option(staging.remove((writer, epoch))).map(_.asScala.toSeq.sortBy(_._1)).getOrElse(Nil)
       if (epoch <= lastEpoch.getOrElse(writer, -1L)) {
-        states.foreach(_.commitEpochLocked(writer, epoch, progress, null, finish))
+        states.foreach(s => s.commitEpochLocked(writer, epoch, progress, payloads.getOrElse(s.name, null), finish))
         TransactionGroup.CommitOutcome(alreadyCommitted = true, 0, 0, u)
       } else {
         val uNow = u
@@ -140,7 +151,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
         }
         staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(staging.remove)
         lastEpoch(writer) = epoch
-        states.foreach(_.commitEpochLocked(writer, epoch, progress, null, finish))
+        states.foreach(s => s.commitEpochLocked(writer, epoch, progress, payloads.getOrElse(s.name, null), finish))
         advance()
         TransactionGroup.CommitOutcome(alreadyCommitted = false, accepted, late, u)
       }

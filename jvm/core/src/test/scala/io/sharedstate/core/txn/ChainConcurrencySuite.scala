@@ -1,0 +1,121 @@
+package io.sharedstate.core.txn
+
+import io.sharedstate.core.{EventTime, Key, State, StatePartition}
+import io.sharedstate.core.rules.UpdateRule
+import io.sharedstate.core.txn.apps.StreamingLedger
+import java.util.concurrent.{ConcurrentHashMap, ForkJoinPool}
+import java.util.concurrent.atomic.AtomicInteger
+import org.jetbrains.lincheck.datastructures.{ModelCheckingOptions, Operation, StressOptions, Validate}
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The lock-free dependency protocol of one transaction ([[TransactionRun]]): two chains resolve its two
+ * reads while others park on it. Linearizable against the same object run sequentially (a park
+ * answers "go" exactly when both reads were resolved before it), and afterwards every chain that parked
+ * was resumed exactly once and no chain that went on was resumed (no lost or doubled wake-up).
+ */
+class LincheckedTransactionRun {
+  private val resumed = new ConcurrentHashMap[OperationChain, AtomicInteger]()
+  private val went = ConcurrentHashMap.newKeySet[OperationChain]()
+  private val parkedChains = ConcurrentHashMap.newKeySet[OperationChain]()
+  private val resolves = new AtomicInteger()
+  private val run = new TransactionRun(
+    TransactionId("w", 0, 0, 0),
+    new Transaction(0L, IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)),
+      IndexedSeq(TxnRows.key("s", 1), TxnRows.key("s", 2)),
+      StreamingLedger.Deposit(1, 1)),
+    0
+  )
+  private val partition = new StatePartition(0, UpdateRule.Replace)
+  private var read0 = false
+  private var read1 = false
+  private val resume: OperationChain => Unit =
+    c => resumed.computeIfAbsent(c, _ => new AtomicInteger()).incrementAndGet()
+
+  @Operation(nonParallelGroup = "read0")
+  def resolve0(): Unit = if (!read0) { read0 = true; resolves.incrementAndGet(); run.resolveRead(0, None, resume) }
+
+  @Operation(nonParallelGroup = "read1")
+  def resolve1(): Unit =
+    if (!read1) { read1 = true; resolves.incrementAndGet(); run.resolveRead(1, Some(TxnRows.long(5)), resume) }
+
+  @Operation
+  def park(): String = {
+    val chain = new OperationChain(partition, new Key(Array[Byte](1)), Array.empty, EventTime.MinusInfinity)
+    if (run.park(chain)) { parkedChains.add(chain); "parked" }
+    else { went.add(chain); "go" }
+  }
+
+  @Operation
+  def decided(): Boolean = run.decided
+
+  @Validate
+  def everyParkedChainResumedOnce(): Unit = {
+    if (resolves.get == 2) {
+      parkedChains.forEach(c =>
+        check(resumed.get(c) != null && resumed.get(c).get == 1, "a parked chain was not resumed exactly once"))
+      check(run.decided && run.committed, "both reads resolved but no commit decision")
+    } else parkedChains.forEach(c => check(resumed.get(c) == null, "a chain was resumed before the decision"))
+    went.forEach(c => check(resumed.get(c) == null, "a chain that went on was resumed"))
+  }
+
+  private def check(ok: Boolean, what: String): Unit = if (!ok) throw new IllegalStateException(what)
+}
+
+class ChainConcurrencySuite extends AnyFunSuite {
+  private val long = sys.props.contains("sharedstate.stress") || sys.env.contains("SHAREDSTATE_STRESS")
+
+  test("a transaction's reads, decision and parked writes: linearizable, no lost wake-up (Lincheck model checking)") {
+    new ModelCheckingOptions()
+      .iterations(if (long) 200 else 20)
+      .invocationsPerIteration(if (long) 5000 else 300)
+      .threads(3)
+      .actorsPerThread(2)
+      .check(classOf[LincheckedTransactionRun])
+  }
+
+  test("the same under Lincheck stress (real threads)") {
+    new StressOptions()
+      .iterations(if (long) 200 else 20)
+      .invocationsPerIteration(if (long) 10000 else 500)
+      .threads(3)
+      .actorsPerThread(2)
+      .check(classOf[LincheckedTransactionRun])
+  }
+
+  /**
+   * Seeded stress of whole rounds: thousands of transfers over few hot accounts (most writes park on
+   * a decision another thread makes) committed as one epoch, so they run as one round of chains on 4
+   * threads; the outcomes and balances must equal the sequential oracle's every time.
+   */
+  test("one large contended round on 4 threads equals the sequential oracle (seeded stress)") {
+    val pool = new ForkJoinPool(4)
+    try (1 to (if (long) 200 else 12)).foreach { seed =>
+        val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
+        val states = workload.states.map(new State(_))
+        val group = new TransactionGroup("stress", states, pool, 4)
+        val oracle = new SequentialTransactions(workload.states)
+        group.registerWriter("w")
+        val batch = new TransactionBatch
+        workload.events(seed).foreach {
+          case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
+          case other => fail(s"unexpected $other")
+        }
+        group.stage("w", 0, 0, batch)
+        group.commitEpoch("w", 0, 0L)
+        group.finishWriter("w") // U to +infinity: the whole batch is one round
+        val engine = group.drainOutcomes()
+        val expected = oracle.run()
+        assert(engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))) ==
+            expected.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))), s"seed $seed outcomes")
+        states.foreach { s =>
+          (0 until s.partitionCount).foreach(p =>
+            s.partition(p).foreachEntry { (k, set) =>
+              val h = oracle.histories((s.name, k.bytes.toSeq))
+              assert((0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)) == h, s"seed $seed ${s.name}")
+            })
+        }
+      }
+    finally pool.shutdownNow()
+  }
+}

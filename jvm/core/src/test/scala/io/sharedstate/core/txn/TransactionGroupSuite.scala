@@ -1,0 +1,168 @@
+package io.sharedstate.core.txn
+
+import io.sharedstate.core._
+import io.sharedstate.core.fetch.{FetchRequest, FetchRule}
+import io.sharedstate.core.txn.apps.StreamingLedger
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The group's contract case by case: a transfer, errors, the shared U, deletes, lateness, fetches and the change feed. */
+class TransactionGroupSuite extends AnyFunSuite {
+  import TxnRows._
+  import TransactionGroupSuite._
+
+  private def spec(name: String, rule: String = "replace") = StateSpec(name, "k BIGINT", "v BIGINT", 2, rule)
+  private def value(s: State, k: Long, t: Long): Option[Long] = s.fetchLatest(new Key(long(k)), t) match {
+    case FetchAnswer.Found(_, v) => Some(readLong(v))
+    case FetchAnswer.Absent => None
+    case FetchAnswer.NotYet => fail(s"not final at $t")
+  }
+  private def batch(txns: Transaction*): TransactionBatch = { val b = new TransactionBatch; txns.foreach(b.add); b }
+
+  test("a transfer across two States reads the values before it and writes atomically; an uncovered one aborts") {
+    val acc = new State(spec("acc")); val ast = new State(spec("ast"))
+    val g = new TransactionGroup("ledger", Seq(acc, ast))
+    g.registerWriter("w")
+    val ks = IndexedSeq(key("acc", 1), key("acc", 2), key("ast", 1), key("ast", 2))
+    g.stage(
+      "w",
+      0,
+      0,
+      batch(
+        new Transaction(10, ks, ks, StreamingLedger.Transfer(300, 100)),
+        new Transaction(20, ks, ks, StreamingLedger.Transfer(800, 0)), // 700 left: aborts
+        new Transaction(5, ks.take(1) ++ ks.slice(2, 3), ks.take(1) ++ ks.slice(2, 3), StreamingLedger.Deposit(1, 2))
+      )
+    )
+    assert(g.commitEpoch("w", 0, 100).accepted == 3)
+    val out = g.drainOutcomes()
+    assert(out.map(o => (o.time, o.committed)) == Seq((5L, true), (10L, true), (20L, false)))
+    assert(out(1).reads.map(_.map(readLong)) == Seq(Some(1001L), None, Some(1002L), None))
+    assert(out(2).reason == "insufficient balance")
+    assert(value(acc, 1, 99).contains(701L) && value(acc, 2, 99).contains(1300L))
+    assert(value(ast, 1, 99).contains(902L) && value(ast, 2, 99).contains(1100L))
+    assert(value(acc, 1, 7).contains(1001L), "the pair of each transaction stays at its time")
+  }
+
+  test("bad input: a State outside the group, a State in two groups, an unregistered writer, the wrong write count") {
+    val a = new State(spec("ga")); val b = new State(spec("gb"))
+    val g = new TransactionGroup("g1", Seq(a))
+    val e = intercept[SharedStateException](g.stage("w", 0, 0,
+        batch(new Transaction(1, IndexedSeq(key("gb", 1)),
+            IndexedSeq.empty, PutAll(1)))))
+    assert(e.getMessage.contains("no State 'gb'") && e.getMessage.contains("ga"))
+    val e2 = intercept[SharedStateException](new TransactionGroup("g2", Seq(b, a)))
+    assert(e2.getMessage.contains("already in transaction group 'g1'"))
+    new TransactionGroup("g3", Seq(b)).close() // b was left as it was: the failed group released it
+    val e3 = intercept[SharedStateException](g.commitEpoch("nobody", 0, 1))
+    assert(e3.getMessage.contains("Writer 'nobody' is not registered"))
+    g.registerWriter("w")
+    val bad = new TransactionLogic {
+      def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]) =
+        TransactionDecision.Commit(IndexedSeq.empty)
+    }
+    val boom = new TransactionLogic {
+      def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]) = throw new IllegalArgumentException("no")
+    }
+    g.stage("w", 0, 0,
+      batch(new Transaction(1, IndexedSeq.empty, IndexedSeq(key("ga", 1)), bad),
+        new Transaction(2, IndexedSeq.empty, IndexedSeq(key("ga", 1)), boom)))
+    g.commitEpoch("w", 0, 10)
+    val out = g.drainOutcomes()
+    assert(out(0).reason.startsWith("bad_decision") && out(1).reason == "logic_failed: no")
+    assert(value(a, 1, 9).isEmpty)
+  }
+
+  test("the group's U is the minimum over the writers of every member, published on all of them") {
+    val a = new State(spec("ua")); val b = new State(spec("ub"))
+    val g = new TransactionGroup("u", Seq(a, b))
+    g.registerWriter("txns")
+    b.registerWriter("plainB") // a writer of b only holds back a too
+    g.stage("txns", 0, 0, batch(new Transaction(5, IndexedSeq.empty, IndexedSeq(key("ua", 1)), PutAll(7))))
+    g.commitEpoch("txns", 0, 50)
+    assert(g.updateProgress == EventTime.MinusInfinity && a.updateProgress == EventTime.MinusInfinity)
+    assert(g.drainOutcomes().isEmpty && g.waitingTransactions == 1)
+    val ub = new UpdateBatch; ub.add(long(1), 3, long(40))
+    b.stage("plainB", 0, 0, ub)
+    b.commitEpoch("plainB", 0, 20) // committing on a member advances the group
+    assert(g.updateProgress == 20 && a.updateProgress == 20 && b.updateProgress == 20)
+    assert(value(a, 1, 19).contains(7L) && value(b, 1, 19).contains(40L))
+    assert(g.drainOutcomes().map(_.time) == Seq(5L))
+  }
+
+  test("a delete: reads and latest see nothing from then on, ranges and aggregates skip it, earlier pairs stay") {
+    val s = new State(spec("del", "sum"))
+    val g = new TransactionGroup("d", Seq(s))
+    g.registerWriter("w")
+    val k = key("del", 1)
+    val ub = new UpdateBatch
+    ub.add(long(1), 1, long(5)); ub.add(long(1), 3, long(6));
+    ub.add(long(1), 8, long(2)) // sum: 5, 11, then 2 after the delete
+    s.stage("w", 0, 0, ub)
+    g.stage("w", 0, 0,
+      batch(new Transaction(5, IndexedSeq.empty, IndexedSeq(k), DeleteAll),
+        new Transaction(6, IndexedSeq(k), IndexedSeq.empty, PutAll(0))))
+    g.commitEpoch("w", 0, 100)
+    val out = g.drainOutcomes()
+    assert(out(1).reads == IndexedSeq(None))
+    assert(value(s, 1, 4).contains(11L) && value(s, 1, 5).isEmpty && value(s, 1, 7).isEmpty && value(s, 1, 9).contains(
+      2L))
+    val range = s.fetch(FetchRequest(new Key(long(1)), 99, FetchRule.Range(0))).asInstanceOf[FetchAnswer.Pairs]
+    assert(range.times.toSeq == Seq(1L, 3L, 8L))
+    val count = s.fetch(FetchRequest(new Key(long(1)), 99, s.fetchRule("count", 4))).asInstanceOf[FetchAnswer.Aggregate]
+    assert(readLong(count.row) == 1L)
+    val sum = s.fetch(FetchRequest(new Key(long(1)), 99, s.fetchRule("sum", 0))).asInstanceOf[FetchAnswer.Aggregate]
+    assert(readLong(sum.row) == 18L)
+  }
+
+  test("a late transaction is rejected with the U it met, has no effect and no outcome") {
+    val s = new State(spec("late"))
+    val g = new TransactionGroup("l", Seq(s))
+    g.registerWriter("w")
+    g.commitEpoch("w", 0, 50)
+    g.stage("w", 1, 3, batch(new Transaction(10, IndexedSeq.empty, IndexedSeq(key("late", 1)), PutAll(1), long(77))))
+    val c = g.commitEpoch("w", 1, 60)
+    assert(c.rejected == 1 && c.accepted == 0)
+    assert(g.rejectedTransactions == Seq(RejectedTransaction(TransactionId("w", 1, 3, 0), 10, "late", 50,
+        g.rejectedTransactions.head.payload)) && readLong(g.rejectedTransactions.head.payload) == 77L)
+    assert(g.drainOutcomes().isEmpty && value(s, 1, 59).isEmpty)
+    assert(g.commitEpoch("w", 1, 60).alreadyCommitted)
+    g.finishWriter("w")
+    assert(g.updateProgress == EventTime.PlusInfinity)
+    val e = intercept[SharedStateException](g.registerWriter("late_joiner"))
+    assert(e.getMessage.contains("is final"))
+    g.registerWriter("w") // already registered everywhere: nothing to join
+  }
+
+  test("a fetch waiting on a member is answered by the group's commit; the member's change feed gets the writes") {
+    val a = new State(spec("fa")); val b = new State(spec("fb"))
+    val g = new TransactionGroup("f", Seq(a, b))
+    g.registerWriter("w")
+    val sub = b.subscribeChanges(EventTime.MinusInfinity)
+    val pending = b.fetchAsync(FetchRequest(new Key(long(4)), 30))
+    assert(!pending.isDone)
+    g.stage("w", 0, 0, batch(new Transaction(12, IndexedSeq(key("fa", 9)), IndexedSeq(key("fb", 4)), PutAll(3))))
+    g.commitEpoch("w", 0, 40)
+    assert(pending.isDone)
+    pending.get match {
+      case FetchAnswer.Found(t, v) => assert(t == 12L && readLong(v) == 3L)
+      case other => fail(s"answered $other")
+    }
+    val changes = sub.changes(EventTime.MinusInfinity, 40)
+    assert(changes.map(c => (c.time, readLong(c.key), readLong(c.value))).toSeq == Seq((12L, 4L, 3L)))
+    sub.close()
+  }
+}
+
+object TransactionGroupSuite {
+  import TxnRows.long
+
+  /** Puts `v` on every write (no read needed). */
+  final case class PutAll(v: Long) extends TransactionLogic {
+    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision =
+      TransactionDecision.Commit(txn.writes.map(_ => WriteValue.Put(long(v))))
+  }
+  object DeleteAll extends TransactionLogic {
+    def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision =
+      TransactionDecision.Commit(txn.writes.map(_ => WriteValue.Delete))
+  }
+}

@@ -25,11 +25,13 @@ def _states(spark, work, prefix: str, workdir) -> dict[str, str]:
     for name, (key, value) in work.states.items():
         names[name] = f"{prefix}_{name}"
         ss.State.create(spark, names[name], key=key, value=value, partitions=4)
+        if not work.initial.get(name):
+            continue
         key_column = key.split(" ")[0]
         value_columns = [c.strip().split(" ")[0] for c in value.split(",")]
-        rows = [(k, *v) for k, v in work.initial[name].items()]
-        frame = pd.DataFrame(rows, columns=[key_column, *value_columns]).assign(ts=INITIAL_TIME)
-        write_batches(workdir / f"initial-{name}", [frame])
+        rows = [(k, *v, INITIAL_TIME.to_pydatetime()) for k, v in work.initial[name].items()]
+        # written by Spark, so the file has the State's column types (pandas would widen INT to BIGINT)
+        spark.createDataFrame(rows, f"{key}, {value}, ts TIMESTAMP").write.parquet(str(workdir / f"initial-{name}"))
         loader = (
             spark.readStream.schema(f"{key}, {value}, ts TIMESTAMP")
             .parquet(str(workdir / f"initial-{name}"))

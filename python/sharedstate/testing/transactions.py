@@ -504,6 +504,7 @@ def toll_processing(
     )  # fmt: skip
     frame = pd.concat([frame, end], ignore_index=True)
     frame["segment"] = frame["segment"].astype("Int32")
+    frame["vehicle"] = frame["vehicle"].astype("int32")
     frame["ts"] = _ts(frame["ts"])
 
     def read_keys(e):

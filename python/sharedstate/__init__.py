@@ -14,5 +14,6 @@ from sharedstate.errors import SharedStateError
 from sharedstate.fetch import fetch_join
 from sharedstate.session import configure, session
 from sharedstate.state import State
+from sharedstate.transactions import transact
 
-__all__ = ["__version__", "SharedStateError", "State", "configure", "fetch_join", "session"]
+__all__ = ["__version__", "SharedStateError", "State", "configure", "fetch_join", "session", "transact"]

@@ -5,7 +5,8 @@ import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.config.{SharedStateConf, StateOptions}
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
-import org.apache.spark.sql.SparkSession
+import io.sharedstate.spark.txn.{Transact, TransactionAccess}
+import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /**
  * The Scala face (Python's `sharedstate.State` mirrors it through py4j):
@@ -76,5 +77,37 @@ object SharedState {
   }
 
   def names: Seq[String] = Coordinator.get.names
+
+  /**
+   * State transactions: one per event of the streaming DataFrame `events`, at its `time` (a TIMESTAMP
+   * column), applied atomically in time order once update progress passes it (docs/transactions.md).
+   * `reads`: (name, State, key expression) - the key a Spark SQL expression over the event's columns
+   * (a struct of the key columns for a multi-column key). `condition`: a BOOLEAN expression over the
+   * event's columns and the values read (each a struct of its State's value columns, null when
+   * absent); null = always commit. `writes`: (State, key expression, new value expression) - the value
+   * column for a one-column value, else named_struct of the value columns in order; a null key or a
+   * null new value writes nothing. With `outcomes` the result is the stream of outcomes (the event,
+   * `committed`, `reason`, the values read), each emitted once final; without, it has no rows (run it
+   * with any sink for the effects). `lateness` (default 0) is subtracted from the latest event time
+   * seen to give the query's watermark, at which it holds the States' U.
+   * {{{
+   *   SharedState.transact(transfers, "ts",
+   *     reads = Seq(("src", "accounts", "from_id"), ("dst", "accounts", "to_id")),
+   *     condition = "src.balance >= amount",
+   *     writes = Seq(("accounts", "from_id", "src.balance - amount"),
+   *       ("accounts", "to_id", "coalesce(dst.balance, 0) + amount")))
+   * }}}
+   */
+  def transact(events: DataFrame, time: String, reads: Seq[(String, String, String)], condition: String,
+      writes: Seq[(String, String, String)], outcomes: Boolean = true, lateness: String = null): DataFrame =
+    Transact(
+      events,
+      time,
+      reads.map { case (name, state, key) => TransactionAccess(name, state, key, null) },
+      condition,
+      writes.map { case (state, key, value) => TransactionAccess(null, state, key, value) },
+      outcomes,
+      lateness
+    )
 
 }

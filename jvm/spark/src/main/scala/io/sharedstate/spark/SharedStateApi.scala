@@ -91,6 +91,25 @@ object SharedStateApi {
     state.fetchJoin(events, keys.split(",").map(_.trim).filter(_.nonEmpty).toSeq, time, rule, mode, how, staleness,
       window, continuous, lateness, Option(scope).getOrElse("global"))
 
+  /**
+   * [[SharedState.transact]] with the reads and writes as JSON lists: reads `[{"name", "state", "key"}]`,
+   * writes `[{"state", "key", "value"}]` (Python's `sharedstate.transact` checks their shape).
+   */
+  def transact(events: DataFrame, time: String, readsJson: String, condition: String, writesJson: String,
+      outcomes: Boolean, lateness: String): DataFrame = {
+    def list(text: String, fields: Seq[String]): Seq[Seq[String]] =
+      json.readTree(text).elements().asScala.toSeq.map(n => fields.map(f => Option(n.get(f)).map(_.asText).orNull))
+    SharedState.transact(
+      events,
+      time,
+      list(readsJson, Seq("name", "state", "key")).map(r => (r(0), r(1), r(2))),
+      condition,
+      list(writesJson, Seq("state", "key", "value")).map(w => (w(0), w(1), w(2))),
+      outcomes,
+      lateness
+    )
+  }
+
   /** The State's definition and placement. */
   def describe(state: StateHandle): String = {
     val spec = state.spec

@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.spark.fetch.{FetchJoinStrategy, SharedStateFetchExpression}
 import io.sharedstate.spark.statestore.publish.PublishCheck
+import io.sharedstate.spark.txn.TransactionStrategy
 
 import org.apache.spark.sql.{SparkSessionExtensions, SparkSessionExtensionsProvider}
 import org.apache.spark.sql.catalyst.FunctionIdentifier
@@ -12,7 +13,7 @@ import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
  * (META-INF/services), so `--packages` or `spark.jars` is enough; listing the class in
  * `spark.sql.extensions` works too. They check every streaming write into a State when the query
  * is started, so bad options fail at `start()` instead of when the first batch is planned (which,
- * with no input yet, may be never), they plan fetch joins' operator ([[FetchJoinStrategy]]), and they
+ * with no input yet, may be never), they plan fetch joins' and transactions' operators ([[FetchJoinStrategy]], [[TransactionStrategy]]), and they
  * add the SQL function `sharedstate_fetch`.
  */
 final class SharedStateExtensions extends SparkSessionExtensionsProvider {
@@ -20,6 +21,7 @@ final class SharedStateExtensions extends SparkSessionExtensionsProvider {
     extensions.injectCheckRule(session => new StreamingWriteCheck(session))
     extensions.injectCheckRule(session => new PublishCheck(session))
     extensions.injectPlannerStrategy(_ => FetchJoinStrategy)
+    extensions.injectPlannerStrategy(_ => TransactionStrategy)
     extensions.injectFunction((
         FunctionIdentifier(SharedStateFetchExpression.Name),
         new ExpressionInfo(

@@ -32,6 +32,7 @@ class ArchitectureSuite extends AnyFunSuite {
     "statestore.publish" -> 6,
     "fetch.batch" -> 6,
     "fetch" -> 7,
+    "txn" -> 7,
     "" -> 8
   )
 

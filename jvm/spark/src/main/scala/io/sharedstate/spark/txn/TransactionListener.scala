@@ -1,0 +1,43 @@
+package io.sharedstate.spark.txn
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.streaming.StreamingQueryListener
+import org.apache.spark.sql.streaming.StreamingQueryListener.{
+  QueryIdleEvent,
+  QueryProgressEvent,
+  QueryStartedEvent,
+  QueryTerminatedEvent
+}
+
+/**
+ * Registers each transactional operator of a query as a writer of its group when the query starts
+ * (Spark posts that event on the stream thread, before the first batch), commits each batch's epoch
+ * once its progress is reported, and pauses the writers when the query stops (see [[TransactionRuns]]).
+ */
+private[sharedstate] final class TransactionListener extends StreamingQueryListener {
+  override def onQueryStarted(event: QueryStartedEvent): Unit = {
+    val query = Option(SparkSession.active.streams.get(event.id))
+    query.collect { case q: StreamingQueryWrapper => TransactionListener.nodesIn(q.streamingQuery.analyzedPlan) }
+      .filter(_.nonEmpty).foreach(nodes => TransactionRuns.started(event.id.toString, query.get, nodes.map(_.node)))
+  }
+
+  override def onQueryProgress(event: QueryProgressEvent): Unit = TransactionRuns.catchUp(event.progress.id.toString)
+
+  override def onQueryIdle(event: QueryIdleEvent): Unit = ()
+
+  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = TransactionRuns.stopped(event.id.toString)
+}
+
+private[sharedstate] object TransactionListener {
+  private val sessions =
+    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+
+  /** Adds the listener to `spark`'s query manager once. */
+  def ensure(spark: SparkSession): Unit = sessions.synchronized {
+    if (sessions.add(spark)) spark.streams.addListener(new TransactionListener)
+  }
+
+  def nodesIn(plan: LogicalPlan): Seq[TransactionNode] = plan.collect { case n: TransactionNode => n }
+}

@@ -1,0 +1,199 @@
+package io.sharedstate.spark.txn
+
+import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
+
+import io.sharedstate.core.{Key, SharedStateException}
+import io.sharedstate.core.txn.{StateKey, Transaction, TransactionDecision, TransactionLogic, WriteValue}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute,
+  AttributeReference,
+  BindReferences,
+  GenericInternalRow,
+  JoinedRow,
+  UnsafeProjection,
+  UnsafeRow
+}
+import org.apache.spark.sql.types.StructType
+
+/**
+ * One access of a declarative transaction: a read (`name` is what the condition and the new values
+ * call the value read, `expr` is null) or a write (`expr` is the new value), of the State `state`
+ * at the key `key`, a Spark SQL expression over the event's columns.
+ */
+private[sharedstate] final case class TransactionAccess(name: String, state: String, key: String, expr: String)
+
+/**
+ * A declarative transaction compiled against its event schema and its States' schemas: what it
+ * reads (keys from the event's columns, known before anything is read), its condition, and the new
+ * values it writes (over the event's columns and the values read, one struct column per read, null
+ * when the key holds nothing). It is checked when it is built ([[TransactionProgram.compile]]) and
+ * compiled again where it runs: the definition travels as text, the generated code is built per
+ * JVM and thread (a projection reuses its output row).
+ *
+ * A read or write whose key is null is not made (the read gives null); a write whose new value is
+ * null writes nothing. The condition false or null aborts the whole transaction: nothing is written.
+ */
+private[sharedstate] final case class TransactionProgram(eventSchema: StructType, reads: IndexedSeq[TransactionAccess],
+    condition: String, writes: IndexedSeq[TransactionAccess], schemas: Map[String, StateSchemas]) {
+  import TransactionProgram.{compiledFor, Compiled}
+
+  /** The States the transaction writes, in the order of their first write. */
+  def writtenStates: Seq[String] = writes.map(_.state).distinct
+
+  /** Every State the transaction reads or writes. */
+  def states: Seq[String] = (reads ++ writes).map(_.state).distinct
+
+  /** The schema the condition and new values see: the event's columns, then one struct per read. */
+  def inputSchema: StructType = StructType(eventSchema.fields ++ reads.map(r =>
+    org.apache.spark.sql.types.StructField(r.name, TransactionExpressions.nullableStruct(schemas(r.state).value))))
+
+  // Looked up once per instance (a program arrives deserialized in every task), shared per JVM.
+  @transient private lazy val local: ThreadLocal[Compiled] = compiledFor(this)
+
+  /** Keys of the reads, then of the writes; null where a key is null (that access is not made). */
+  def keys(event: InternalRow): Array[Key] = local.get.keys(event)
+
+  /**
+   * Decides the transaction from the values read (UnsafeRow bytes of each read's value struct, null
+   * when absent): null when it aborts, else the new value of each write (null: that write writes nothing).
+   */
+  def decide(event: InternalRow, values: Array[Array[Byte]]): Array[Array[Byte]] =
+    local.get.decide(event, values)
+
+  /**
+   * The engine's transaction for `event` (an UnsafeRow of the event's columns) at `time`: the reads
+   * and writes whose keys are not null, the event's bytes as payload (handed back in its outcome).
+   */
+  def transaction(event: UnsafeRow, time: Long): Transaction = {
+    val keys = this.keys(event)
+    val present = keys.map(_ != null)
+    val readKeys = reads.indices.filter(present).map(i => StateKey(reads(i).state, keys(i)))
+    val writeKeys = writes.indices.filter(j => present(reads.length + j))
+      .map(j => StateKey(writes(j).state, keys(reads.length + j)))
+    new Transaction(time, readKeys, writeKeys, DeclarativeLogic(this, present), event.getBytes)
+  }
+}
+
+/**
+ * The core logic of one declarative transaction: the event from the transaction's payload, the
+ * values read put back in the places of the reads that were made (`present`, reads then writes), the
+ * program's decision as the engine's (a null new value keeps the key as it is).
+ */
+private[sharedstate] final case class DeclarativeLogic(program: TransactionProgram, present: Array[Boolean])
+    extends TransactionLogic {
+  override def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = {
+    val event = new UnsafeRow(program.eventSchema.length)
+    event.pointTo(txn.payload, txn.payload.length)
+    val all = new Array[Array[Byte]](program.reads.length)
+    var made = 0
+    all.indices.foreach { i =>
+      if (present(i)) { all(i) = reads(made).orNull; made += 1 }
+    }
+    val values = program.decide(event, all)
+    if (values == null) TransactionDecision.Abort(TransactionProgram.ConditionFailed)
+    else TransactionDecision.Commit(program.writes.indices.filter(j => present(program.reads.length + j)).map { j =>
+      if (values(j) == null) WriteValue.Keep else WriteValue.Put(values(j))
+    })
+  }
+}
+
+private[sharedstate] object TransactionProgram {
+
+  /** The reason of a transaction whose condition was false or null. */
+  val ConditionFailed = "condition"
+
+  // The generated code per program and thread (a projection reuses its output row; chains run in parallel).
+  private val compiled = new java.util.concurrent.ConcurrentHashMap[TransactionProgram, ThreadLocal[Compiled]]()
+
+  private def compiledFor(p: TransactionProgram): ThreadLocal[Compiled] =
+    compiled.computeIfAbsent(p, _ => ThreadLocal.withInitial(() => new Compiled(p)))
+
+  /**
+   * Checks and compiles a transaction: every State known, read names unique and distinct from the
+   * event's columns, key types equal to the States' key types, a BOOLEAN condition, new values of
+   * the States' value types. Each failure names what is wrong.
+   */
+  def compile(eventSchema: StructType, reads: Seq[TransactionAccess], condition: String,
+      writes: Seq[TransactionAccess], schemaOf: String => StateSchemas): TransactionProgram = {
+    if (writes.isEmpty) throw new SharedStateException(
+      "Transaction: it writes nothing; give at least one write (State, key expression, new value expression).")
+    val names = reads.map(_.name)
+    names.foreach { n =>
+      if (n == null || !n.matches("[A-Za-z_][A-Za-z0-9_]*")) throw new SharedStateException(
+        s"Transaction: read name '$n' is not an identifier ([A-Za-z_][A-Za-z0-9_]*); the condition and new values use it as a column.")
+    }
+    names.groupBy(_.toLowerCase).collect { case (n, s) if s.size > 1 => n }.headOption.foreach { n =>
+      throw new SharedStateException(s"Transaction: two reads are named '$n'; give each read its own name.")
+    }
+    names.find(n => eventSchema.fieldNames.exists(_.equalsIgnoreCase(n))).foreach { n =>
+      throw new SharedStateException(
+        s"Transaction: read name '$n' is also a column of the events; rename the read (the condition and new values use both).")
+    }
+    val schemas = (reads ++ writes).map(_.state).distinct.map(s => s -> schemaOf(s)).toMap
+    val program = TransactionProgram(eventSchema, reads.toIndexedSeq, Option(condition).getOrElse("true"),
+      writes.toIndexedSeq, schemas)
+    new Compiled(program) // every expression resolved and type-checked once here, on the driver
+    program
+  }
+
+  private def attributes(schema: StructType): Seq[Attribute] =
+    schema.fields.toSeq.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
+
+  /** The generated code of one program, for one thread. */
+  final class Compiled(p: TransactionProgram) {
+    private val eventColumns = attributes(p.eventSchema)
+    private val inputColumns = attributes(p.inputSchema)
+
+    private val keyEncoders: IndexedSeq[(UnsafeProjection, KeyEncoder)] =
+      (p.reads.map(r => (r, s"the key of read '${r.name}'")) ++
+        p.writes.zipWithIndex.map { case (w, i) => (w, s"the key of write ${i + 1} (into '${w.state}')") }).map {
+        case (access, what) =>
+          val keySchema = p.schemas(access.state).key
+          val bound = BindReferences.bindReference(
+            TransactionExpressions.key(what, access.key, eventColumns, access.state, keySchema), eventColumns)
+          (UnsafeProjection.create(Seq(bound)), KeyEncoder.expression(bound, keySchema))
+      }
+
+    // One projection for the whole decision: the condition, then each new value as its stored struct.
+    private val decision: UnsafeProjection = UnsafeProjection.create(
+      TransactionExpressions.condition(p.condition, inputColumns) +: p.writes.zipWithIndex.map { case (w, i) =>
+        TransactionExpressions.value(s"the new value of write ${i + 1} (into '${w.state}')", w.expr, inputColumns,
+          w.state, p.schemas(w.state).value)
+      },
+      inputColumns
+    )
+    private val widths = p.writes.map(w => p.schemas(w.state).value.length).toArray
+    private val keyWidths = (p.reads ++ p.writes).map(a => p.schemas(a.state).key.length).toArray
+    private val readWidths = p.reads.map(r => p.schemas(r.state).value.length).toArray
+
+    def keys(event: InternalRow): Array[Key] = keyEncoders.indices.map { i =>
+      val (check, encoder) = keyEncoders(i)
+      val k = check(event)
+      // A key is null when it, or one of its columns (a multi-column key), is: that access is not made.
+      val isNull = k.isNullAt(0) || (keyWidths(i) > 1 && {
+        val columns = k.getStruct(0, keyWidths(i))
+        (0 until keyWidths(i)).exists(columns.isNullAt)
+      })
+      if (isNull) null else encoder.key(event)
+    }.toArray
+
+    def decide(event: InternalRow, values: Array[Array[Byte]]): Array[Array[Byte]] = {
+      val read = new GenericInternalRow(values.indices.map { i =>
+        val bytes = values(i)
+        if (bytes == null) null
+        else {
+          val row = new UnsafeRow(readWidths(i))
+          row.pointTo(bytes, bytes.length)
+          row
+        }
+      }.toArray[Any])
+      val out = decision(new JoinedRow(event, read))
+      if (out.isNullAt(0) || !out.getBoolean(0)) null
+      else Array.tabulate(widths.length) { i =>
+        // copy(): the projection reuses its buffer.
+        if (out.isNullAt(i + 1)) null else out.getStruct(i + 1, widths(i)).copy().getBytes
+      }
+    }
+  }
+}

@@ -99,6 +99,35 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))
   }
 
+  test("the change stream as a real-time source: each change arrives as soon as U passes it, then resumes") {
+    val state = SharedState.create(spark, "rt_changes", key = "ad_id STRING", value = "campaign STRING")
+    val (updates, writer) = updater(state.name, partitions = 1)
+    def changes() = spark.readStream.format("sharedstate").option("state", state.name).load()
+      .selectExpr("ad_id", "campaign").writeStream.foreach(RealtimeSuite.Changes).outputMode("update")
+      .trigger(Trigger.RealTime("5 seconds")).option("checkpointLocation", s"$dir/ck-changes").start()
+    val reader = changes()
+    updates.addData(Seq(("a", ts(10), "c1"), ("b", ts(12), "c2"), ("a", ts(14), "c3")))
+    waitFor("U at 13 s")(state.progress.updateProgress == 13L * 1000000)
+    val start = System.nanoTime()
+    waitFor("the final changes")(RealtimeSuite.changes.size == 2)
+    assert(RealtimeSuite.changes.asScala.toSeq == Seq(("a", "c1"), ("b", "c2")))
+    updates.addData(Seq(("c", ts(20), "c4"))) // U = 19 s: ("a", 14 s) is final now
+    waitFor("the change U passed")(RealtimeSuite.changes.size == 3)
+    val ms = (System.nanoTime() - start) / 1000000
+    assert(ms < 2500, s"the change arrived $ms ms after U passed it: at the end of an epoch, not at once")
+    // Past the first epoch's end, and restarted from the checkpoint: nothing twice, nothing missed.
+    Thread.sleep(5500)
+    reader.stop()
+    updates.addData(Seq(("d", ts(30), "c5"))) // U = 29 s: ("c", 20 s) is final, read by the restarted query
+    waitFor("U at 29 s")(state.progress.updateProgress == 29L * 1000000)
+    val again = changes()
+    waitFor("the change made final while the reader was stopped")(RealtimeSuite.changes.size == 4)
+    Thread.sleep(300)
+    assert(RealtimeSuite.changes.asScala.toSeq == Seq(("a", "c1"), ("b", "c2"), ("a", "c3"), ("c", "c4")))
+    again.stop()
+    writer.stop()
+  }
+
   test("a real-time fetch that U does not pass in time fails naming the State, the time and U") {
     val state = SharedState.create(spark, "rt_stalled", key = "ad_id STRING", value = "campaign STRING")
     val (updates, writer) = updater(state.name, partitions = 1)
@@ -131,6 +160,14 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
 
 object RealtimeSuite {
   val rows = new ConcurrentLinkedQueue[(Long, String)]()
+  val changes = new ConcurrentLinkedQueue[(String, String)]()
+
+  /** Collects a change stream's (key, value) rows. */
+  object Changes extends ForeachWriter[Row] {
+    override def open(partitionId: Long, epochId: Long): Boolean = true
+    override def process(row: Row): Unit = changes.add((row.getString(0), row.getString(1)))
+    override def close(errorOrNull: Throwable): Unit = ()
+  }
 
   /** Collects the rows of a real-time query (local mode: same JVM). */
   object Collect extends ForeachWriter[Row] {

@@ -181,7 +181,8 @@ def test_realtime_enrichment_equals_oracle(spark, kafka, workdir, state_name):
     writers = ss.State.get(spark, state_name).writers()
     assert [w["writer"] for w in writers] == [f"{writer.id}#p0"], writers
     writer.stop()
-    assert ss.State.get(spark, state_name).writers()[0]["status"] == "paused"
+    # the query listener pauses it; it hears of the stop asynchronously
+    wait_until(lambda: ss.State.get(spark, state_name).writers()[0]["status"] == "paused", 30, "the writer paused")
 
 
 def test_realtime_restart_counts_nothing_twice(spark, kafka, workdir, state_name):

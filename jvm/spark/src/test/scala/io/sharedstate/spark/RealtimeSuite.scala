@@ -59,6 +59,18 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(!RealtimeWriters.isPartitionOf(RealtimeWriters.writer("q10", 2), "q1"))
   }
 
+  test("the updater's driver requests pass the RPC allow-list (an executor's tasks send them to the driver)") {
+    import io.sharedstate.spark.cluster.{MessageAllowList, Messages}
+    import io.sharedstate.spark.durable.ChangelogFile
+    import org.apache.spark.sharedstate.RpcBridge
+    val file = ChangelogFile(3, "/tmp/changelog/part-3.parquet", 1234L, 5678L)
+    for (request <- Seq(RealtimeWriters.Open("s", "q", 2, 1, 7L),
+        RealtimeWriters.Commit.of("s", "q#p1", RealtimeWriters.subEpoch(2, 10), 99L, Seq(file)))) {
+      val back = RpcBridge.decode(RpcBridge.encode(Messages.AskDriver(request)), MessageAllowList)
+      assert(back == Messages.AskDriver(request))
+    }
+  }
+
   test("a real-time updater commits within the epoch, one writer per partition; a real-time fetch waits for U") {
     val state = SharedState.create(spark, "rt_campaigns", key = "ad_id STRING", value = "campaign STRING")
     val (updates, writer) = updater(state.name, partitions = 2)

@@ -115,7 +115,7 @@ private[sharedstate] final class RealtimeUpdater(
     val sub = RealtimeWriters.subEpoch(epoch, read)
     val files = changelog.map(_.writeTask(writer, sub, partition, batch)).getOrElse(Nil)
     StateClient.of(stateName).stage(writer, sub, partition, batch)
-    StateAccess.get.askDriver(RealtimeWriters.Commit(stateName, writer, sub, watermark, files))
+    StateAccess.get.askDriver(RealtimeWriters.Commit.of(stateName, writer, sub, watermark, files))
     batch = new UpdateBatch
   }
 }

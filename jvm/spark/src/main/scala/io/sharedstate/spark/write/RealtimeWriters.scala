@@ -59,14 +59,23 @@ private[sharedstate] object RealtimeWriters {
 
   /**
    * Commits one sub-epoch of a partition writer, which the task staged just before; its progress is
-   * its event-time watermark, never lower than before. Returns U after the commit.
+   * its event-time watermark, never lower than before. Returns U after the commit. A durable State's
+   * changelog files travel as plain tuples, which the RPC allow-list (`cluster.MessageAllowList`)
+   * accepts from an executor.
    */
-  final case class Commit(state: String, writer: String, subEpoch: Long, watermark: Long, files: Seq[ChangelogFile])
+  final case class Commit(state: String, writer: String, subEpoch: Long, watermark: Long,
+      files: Seq[(Int, String, Long, Long)])
       extends DriverRequest[java.lang.Long] {
     override def onDriver(): java.lang.Long = {
       val controller = Coordinator.get.state(state)
       val previous = controller.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
-      controller.commitEpoch(writer, subEpoch, math.max(previous, watermark), payload = files).updateProgress
+      val payload = files.map { case (p, path, size, time) => ChangelogFile(p, path, size, time) }
+      controller.commitEpoch(writer, subEpoch, math.max(previous, watermark), payload = payload).updateProgress
     }
+  }
+
+  object Commit {
+    def of(state: String, writer: String, subEpoch: Long, watermark: Long, files: Seq[ChangelogFile]): Commit =
+      Commit(state, writer, subEpoch, watermark, files.map(f => (f.partition, f.path, f.size, f.modificationTime)))
   }
 }

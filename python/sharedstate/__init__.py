@@ -12,8 +12,19 @@ streams read *as of each row's event time* (the Nova model). See README.md for t
 from sharedstate._version import __version__
 from sharedstate.errors import SharedStateError
 from sharedstate.fetch import fetch_join
+from sharedstate.realtime import Updater, updater
 from sharedstate.session import configure, session
 from sharedstate.state import State
 from sharedstate.transactions import transact
 
-__all__ = ["__version__", "SharedStateError", "State", "configure", "fetch_join", "session", "transact"]
+__all__ = [
+    "__version__",
+    "SharedStateError",
+    "State",
+    "Updater",
+    "configure",
+    "fetch_join",
+    "session",
+    "transact",
+    "updater",
+]

@@ -201,7 +201,7 @@ class KafkaBroker:
         # a KRaft cluster id: 16 random bytes in URL-safe base64 without padding
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
+            self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(props)),
             capture_output=True,
             text=True,
         )

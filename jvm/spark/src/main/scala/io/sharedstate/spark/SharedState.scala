@@ -6,7 +6,8 @@ import io.sharedstate.spark.config.{SharedStateConf, StateOptions}
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
 import io.sharedstate.spark.txn.{Transact, TransactionAccess}
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import io.sharedstate.spark.write.RealtimeUpdater
+import org.apache.spark.sql.{DataFrame, ForeachWriter, Row, SparkSession}
 
 /**
  * The Scala face (Python's `sharedstate.State` mirrors it through py4j):
@@ -109,5 +110,23 @@ object SharedState {
       outcomes,
       lateness
     )
+
+  /**
+   * A `ForeachWriter` that updates State `name` from a query in real-time mode (`trigger(realTime=...)`
+   * allows the foreach sink, not this data source): `events.writeStream.foreach(SharedState.updater(spark,
+   * "campaigns", "ad_id", "ts")).trigger(RealTimeTrigger(...))`. The options are the sink's (`value`,
+   * `lateness`, `maxAhead`); each input partition commits what it read every
+   * `spark.sharedstate.realtime.flushInterval`, exactly once across replays (docs/realtime.md).
+   */
+  def updater(spark: SparkSession, name: String, key: String, time: String, value: String = null,
+      lateness: String = null, options: Map[String, String] = Map.empty): ForeachWriter[Row] = {
+    val all = options ++ Map("key" -> key, "time" -> time) ++ Option(value).map("value" -> _) ++
+      Option(lateness).map("lateness" -> _)
+    val state = Coordinator.get.state(name)
+    RealtimeUpdater.checkOptions(name, all)
+    QueryLifecycleListener.ensure(spark) // pauses the partition writers when the query stops
+    new RealtimeUpdater(name, all, SharedStateConf.RealtimeFlushInterval.read(spark), state.incarnation,
+      DurableStates.target(name))
+  }
 
 }

@@ -78,6 +78,11 @@ object SharedStateApi {
 
   def names(): Array[String] = SharedState.names.toArray
 
+  /** [[SharedState.updater]]; `value` and `lateness` null: the sink's defaults; `options` the others. */
+  def updater(spark: SparkSession, name: String, key: String, time: String, value: String, lateness: String,
+      options: java.util.Map[String, String]): org.apache.spark.sql.ForeachWriter[org.apache.spark.sql.Row] =
+    SharedState.updater(spark, name, key, time, value, lateness, options.asScala.toMap)
+
   /** [[StateHandle.fetchJoin]] with every argument given, the key columns comma-separated. */
   def fetchJoin(state: StateHandle, events: DataFrame, keys: String, time: String, rule: String, mode: String,
       how: String, staleness: String, window: String, continuous: Boolean, lateness: String): DataFrame =

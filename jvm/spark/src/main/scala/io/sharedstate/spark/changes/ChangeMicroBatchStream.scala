@@ -3,9 +3,9 @@ package io.sharedstate.spark.changes
 import io.sharedstate.spark.cluster.{StateAccess, StateClient, StateController}
 import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.ChangeSubscription
+import io.sharedstate.core.{ChangeSubscription, SharedStateException}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
-import org.apache.spark.sql.connector.read.streaming.Offset
+import org.apache.spark.sql.connector.read.streaming.{Offset, PartitionOffset, SupportsRealTimeMode}
 
 /**
  * The change stream of a State in micro-batch mode. Offsets are update progress U: a batch reads the
@@ -20,11 +20,15 @@ import org.apache.spark.sql.connector.read.streaming.Offset
  * mode (partitions on executor hosts): the stream subscribes to every host's own feed and a batch is one
  * input partition per host, merged over that host's partitions (see [[HostChangeFeeds]]); the batch in
  * which the layout of partitions changed is read by scan, one input partition per State partition.
+ *
+ * Real-time mode (`Trigger.RealTime`, local mode): one long-running reader on the subscription
+ * ([[ChangeRealtimeReader]]) emits each change as soon as U passes it; an epoch ends wherever Spark
+ * ends it, so its offset is the reader's position ([[ChangePositions]], as in continuous mode).
  */
 private[sharedstate] final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas,
     starting: String,
     checkpointLocation: String)
-    extends UpdateProgressOffsets {
+    extends UpdateProgressOffsets with SupportsRealTimeMode {
 
   private val reader = ChangeStreams.register(state, checkpointLocation)
   private var subscription: ChangeSubscription = null // local mode, opened at the first planned batch
@@ -67,8 +71,34 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
 
   override def createReaderFactory(): PartitionReaderFactory = new ChangeRangeReaderFactory(schemas)
 
+  override def planInputPartitions(start: Offset): Array[InputPartition] = {
+    val position = start match {
+      case ChangeOffset(u) => ChangePosition(ChangePosition.Merged, u, u, 0)
+      case ChangePositions(Seq(p)) if p.partition == ChangePosition.Merged => p
+      case other => throw new SharedStateException(
+          s"The real-time change stream of State '${state.name}' cannot resume from offset ${other.json}.")
+    }
+    val sub = ChangeStreams.subscription(state, subscription, position.from).getOrElse(throw new SharedStateException(
+        s"The change stream of State '${state.name}' runs in real-time mode in local mode only: its partitions are " +
+          "on executor hosts. Use a micro-batch or continuous trigger."))
+    subscription = sub
+    Array(ChangeFeedTail(state.name, sub.id, position, ChangeContinuousStream.WaitMs))
+  }
+
+  override def mergeOffsets(offsets: Array[PartitionOffset]): Offset =
+    ChangePositions(offsets.toSeq.map(_.asInstanceOf[ChangePosition]))
+
+  // A real-time epoch's offset is a position (it has ':'), a micro-batch's is U.
+  override def deserializeOffset(json: String): Offset =
+    if (json.contains(':')) ChangePositions(json.split(',').filter(_.nonEmpty).map(ChangePosition.parse).toSeq)
+    else super.deserializeOffset(json)
+
   override def commit(end: Offset): Unit = {
-    val until = end.asInstanceOf[ChangeOffset].until
+    // A real-time epoch may end inside a range: everything below its start is read.
+    val until = end match {
+      case ChangePositions(positions) => positions.map(_.from).min
+      case o => o.asInstanceOf[ChangeOffset].until
+    }
     ChangeStreams.commit(state, reader, subscription, hostFeeds, until)
   }
 

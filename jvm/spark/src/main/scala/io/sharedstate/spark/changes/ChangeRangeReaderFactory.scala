@@ -8,7 +8,12 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 
 private[sharedstate] final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
-  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = {
+  override def createReader(partition: InputPartition): PartitionReader[InternalRow] = partition match {
+    case tail: ChangeFeedTail => new ChangeRealtimeReader(tail, new ChangeRows(schemas))
+    case range => rangeReader(range)
+  }
+
+  private def rangeReader(partition: InputPartition): PartitionReader[InternalRow] = {
     val changes: Array[Change] = partition match {
       case r: ChangeFeedRange => StateClient.of(r.stateName).changeSubscription(r.subscription).changes(r.from, r.until)
       case r: ChangeRange => StateClient.of(r.stateName).changes(r.partition, r.from, r.until)

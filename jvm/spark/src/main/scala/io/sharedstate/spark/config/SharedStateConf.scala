@@ -109,6 +109,21 @@ private[sharedstate] object SharedStateConf {
   /** Session setting naming the State a query (by its name) publishes its state store to. */
   val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
 
+  /**
+   * How long `sharedstate_fetch` in a streaming task (a real-time query's above all) waits, in ms, for
+   * U to pass a row's time before the row fails naming the State, the time and U ("0" = never wait).
+   */
+  val RealtimeFetchTimeout: Entry[Long] = Entry("spark.sharedstate.realtime.fetchTimeout", "30 seconds",
+    "how long a streaming sharedstate_fetch waits for U; 0 = fail at once")(interval(zeroMeansOff = true))
+
+  /** How often a real-time updater commits what its task staged, in ms: the longest an update waits to count. */
+  val RealtimeFlushInterval: Entry[Long] = Entry("spark.sharedstate.realtime.flushInterval", "5 milliseconds",
+    "how often a real-time updater task commits its staged updates")((key, text) => {
+    val ms = interval(zeroMeansOff = false)(key, text)
+    if (ms < 1) throw new SharedStateException(s"$key must be at least 1 ms, got '$text'.")
+    ms
+  })
+
   val All: Seq[Entry[_]] = Seq(
     Root,
     SnapshotInterval,
@@ -120,6 +135,8 @@ private[sharedstate] object SharedStateConf {
     HostWaitTimeout,
     AllowUnauthenticated,
     StateStorePublish,
-    RebalanceOnExecutorAdded
+    RebalanceOnExecutorAdded,
+    RealtimeFetchTimeout,
+    RealtimeFlushInterval
   )
 }

@@ -1,16 +1,20 @@
 package io.sharedstate.spark.fetch
 
 import io.sharedstate.spark.cluster.{Incarnations, StateClient}
-import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.config.{Intervals, SharedStateConf}
 import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
 
 import io.sharedstate.core.{EventTime, FetchAnswer, SharedStateException}
-import io.sharedstate.core.fetch.ReadMode
+import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
+import java.util.concurrent.{ExecutionException, TimeUnit, TimeoutException}
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.catalyst.expressions.{BinaryExpression, Expression}
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenFallback
 import org.apache.spark.sql.catalyst.util.DateTimeUtils
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
 
 /**
@@ -18,12 +22,15 @@ import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
  * `key` at `time`, as a struct of the columns a fetch join with the same rule adds (`latest`, the
  * default: the value columns and `<state>_time`; `range`: `<state>_range`; aggregates: their result
  * columns); null when the key had nothing. Read-committed unless a staleness is given. A time whose
- * answer is not final yet is an error: SQL has no way to wait, so it never returns a value that
- * could still change (streams that must wait use fetch_join). A composite key is passed as a struct
- * of the key columns, in the State's key order.
+ * answer is not final yet is never answered with a value that could still change: in a streaming
+ * task (a real-time query's projection above all) the row waits until U passes its time, at most
+ * `waitMs` (`spark.sharedstate.realtime.fetchTimeout`, read when the query is planned), then fails
+ * naming the State, the time and U; in a batch query it fails at once. A composite key is passed as
+ * a struct of the key columns, in the State's key order.
  */
 private[sharedstate] final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
-    rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed, incarnation: Long = -1L)
+    rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed, incarnation: Long = -1L,
+    waitMs: Long = 0L)
     extends BinaryExpression with CodegenFallback {
 
   @transient private lazy val client = StateClient.of(stateName)
@@ -68,16 +75,41 @@ private[sharedstate] final case class SharedStateFetchExpression(stateName: Stri
     if (t == null) return null
     val micros = t.asInstanceOf[Long]
     val k = keys.key(input)
-    client.fetch(rule.request(k, micros, mode, client.spec.valueType)) match {
+    val request = rule.request(k, micros, mode, client.spec.valueType)
+    client.fetch(request) match {
+      case FetchAnswer.NotYet if waitMs > 0 && inStreamingTask => answerWhenFinal(request, micros)
       case FetchAnswer.NotYet =>
         throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(micros)}): " +
           s"that time is not yet below the update progress of the State (U=${EventTime.show(client.updateProgress)}), " +
           "so the answer is not final. Ask for an earlier time, or use fetch_join on a stream, whose rows wait for U.")
-      case answer =>
-        val c = cells(answer, DateTimeUtils.toJavaTimestamp(micros))
-        if (!c.matched && answer == FetchAnswer.Absent) null
-        else toInternal(org.apache.spark.sql.Row.fromSeq(c.values)).copy()
+      case answer => cellsOf(answer, micros)
     }
+  }
+
+  @transient private lazy val inStreamingTask: Boolean =
+    Option(TaskContext.get()).exists(_.getLocalProperty(StreamExecution.QUERY_ID_KEY) != null)
+
+  // The owner answers an asynchronous fetch when U passes its time (as for a continuous fetch join).
+  private def answerWhenFinal(request: FetchRequest, micros: Long): Any = {
+    val pending = client.fetchAsync(request)
+    val answer =
+      try pending.get(waitMs, TimeUnit.MILLISECONDS)
+      catch {
+        case _: TimeoutException =>
+          pending.cancel(false)
+          throw new SharedStateException(s"sharedstate_fetch('$stateName', ..., ${EventTime.show(micros)}): U of " +
+            s"State '$stateName' did not pass that time within ${SharedStateConf.RealtimeFetchTimeout.key}=$waitMs ms " +
+            s"(U=${EventTime.show(client.updateProgress)}), so the row has no final answer. Are the State's writers " +
+            "running? Raise the timeout, or give a staleness for a read-uncommitted answer.")
+        case e: ExecutionException => throw e.getCause
+      }
+    cellsOf(answer, micros)
+  }
+
+  private def cellsOf(answer: FetchAnswer, micros: Long): Any = {
+    val c = cells(answer, DateTimeUtils.toJavaTimestamp(micros))
+    if (!c.matched && answer == FetchAnswer.Absent) null
+    else toInternal(org.apache.spark.sql.Row.fromSeq(c.values)).copy()
   }
 
   override protected def withNewChildrenInternal(newLeft: Expression, newRight: Expression): Expression =
@@ -104,7 +136,9 @@ private[sharedstate] object SharedStateFetchExpression {
     val rule = FetchJoinRule.parse(ruleName, window, schemas, spec.valueType, spec.fetchRules)
     val mode = args.lift(5).flatMap(literal(_, "the staleness"))
       .map(s => ReadMode.Uncommitted(Intervals.parseMicros("staleness", s))).getOrElse(ReadMode.Committed)
-    SharedStateFetchExpression(name, args(1), args(2), rule, mode, client.incarnation)
+    val waitMs = SparkSession.getActiveSession.map(SharedStateConf.RealtimeFetchTimeout.read)
+      .getOrElse(SharedStateConf.RealtimeFetchTimeout.fromText(SharedStateConf.RealtimeFetchTimeout.default))
+    SharedStateFetchExpression(name, args(1), args(2), rule, mode, client.incarnation, waitMs)
   }
 
   private def literal(e: Expression, what: String): Option[String] =

@@ -41,13 +41,17 @@ private[sharedstate] object WriterLifecycle extends Logging {
     if (idleMs > 0) checker
   }
 
-  /** The query stopped: each State it wrote stops waiting for it (it resumes if the query restarts). */
+  /**
+   * The query stopped: each State it wrote stops waiting for it (it resumes if the query restarts),
+   * and for the partition writers of a real-time updater ([[RealtimeWriters]]) alike.
+   */
   def stopped(writer: String): Unit =
-    running.values.asScala.filter(_.writer == writer).toSeq.foreach { r =>
-      running.remove((r.state, r.writer))
-      Try(Coordinator.get.state(r.state).pauseWriter(r.writer)).failed.foreach(e =>
-        logWarning(s"State ${r.state}: could not pause stopped writer ${r.writer}", e))
-    }
+    running.values.asScala.filter(r => r.writer == writer || RealtimeWriters.isPartitionOf(r.writer, writer)).toSeq
+      .foreach { r =>
+        running.remove((r.state, r.writer))
+        Try(Coordinator.get.state(r.state).pauseWriter(r.writer)).failed.foreach(e =>
+          logWarning(s"State ${r.state}: could not pause stopped writer ${r.writer}", e))
+      }
 
   /** An epoch of `writer` has input: an idle writer rejoins (at the current U) before it commits. */
   def input(state: String, writer: String): Unit = Option(running.get((state, writer))).foreach { r =>

@@ -1,0 +1,342 @@
+"""End-to-end latency of the AdCamp enrichment on Kafka: a view written to a topic -> the view
+enriched with its ad's campaign as of its time, readable in another topic.
+
+Four ways, each at every view rate, in one run on one local broker and one Spark application:
+
+- ``realtime``: the update query writes the State with ``ss.updater`` and the view query calls
+  ``sharedstate_fetch`` (read-committed), both with ``trigger(realTime=...)``;
+- ``continuous``: the ``sharedstate`` sink and ``fetch_join(continuous=True)``, continuous trigger;
+- ``microbatch``: the ``sharedstate`` sink and ``fetch_join``, micro-batches;
+- ``stream-stream``: the best Spark-native peer of benchmarks/adcamp, a stream-stream join with a
+  time range reduced to the latest update per view, micro-batches, append mode.
+
+Latency of a view: the output record's Kafka timestamp (set by Spark's producer when it sends the
+row) minus the view's event time, which the feeder sets to the wall clock when it sends the view
+(one clock: one machine). Updates come at a fixed rate from the same feeder, in time order (lateness
+0), so U passes a view a few milliseconds after it was sent. The first ``--warmup`` seconds of each
+point are left out.
+
+    .venv/bin/python benchmarks/latency/end_to_end.py --out benchmarks/results/latency
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+
+from pyspark.sql import functions as F  # noqa: E402
+
+import sharedstate as ss  # noqa: E402
+from sharedstate.testing.kafka import KafkaBroker  # noqa: E402
+
+UPDATE_JSON = "ad_id STRING, ts_us BIGINT, campaign STRING"
+VIEW_JSON = "event_id BIGINT, ad_id STRING, ts_us BIGINT"
+MODES = ("realtime", "continuous", "microbatch", "stream-stream")
+ADS = 100
+
+
+def feed(bootstrap: str, updates: str, views: str, view_rate: int, update_rate: int, seconds: float, ready) -> dict:
+    """Views at `view_rate`/s and updates at `update_rate`/s, event time = wall clock at send."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1, batch_size=65536)
+    ready.wait()
+    start = time.time()
+    sent_v = sent_u = 0
+    while True:
+        now = time.time()
+        elapsed = now - start
+        if elapsed >= seconds:
+            break
+        now_us = int(now * 1e6)
+        while sent_u < elapsed * update_rate:
+            ad = f"ad{sent_u % ADS}"
+            producer.send(updates, json.dumps({"ad_id": ad, "ts_us": now_us, "campaign": f"c{sent_u}"}).encode())
+            sent_u += 1
+        while sent_v < elapsed * view_rate:
+            ad = f"ad{(sent_v * 7) % ADS}"
+            producer.send(views, json.dumps({"event_id": sent_v, "ad_id": ad, "ts_us": now_us}).encode())
+            sent_v += 1
+        time.sleep(0.001)
+    # U must pass the last views: a last round of updates a little later.
+    time.sleep(0.05)
+    last_us = int(time.time() * 1e6)
+    for a in range(ADS):
+        producer.send(updates, json.dumps({"ad_id": f"ad{a}", "ts_us": last_us, "campaign": "end"}).encode())
+    producer.flush(60)
+    producer.close()
+    return {"views": sent_v, "updates": sent_u}
+
+
+def read_topic(spark, bootstrap: str, topic: str, schema: str):
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
+        .select("r.*")
+        .withColumn("ts", F.timestamp_micros("ts_us"))
+    )
+
+
+def to_kafka(df, bootstrap: str, topic: str, checkpoint: Path):
+    out = df.select(
+        F.col("event_id").cast("string").alias("key"),
+        F.to_json(F.struct("event_id", "ts_us", "campaign")).alias("value"),
+    )
+    return (
+        out.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", str(checkpoint))
+    )
+
+
+def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path, args) -> list:
+    updates = read_topic(spark, bootstrap, topics["updates"], UPDATE_JSON)
+    views = read_topic(spark, bootstrap, topics["views"], VIEW_JSON)
+    if mode == "stream-stream":
+        u = updates.select(F.col("ad_id").alias("u_ad"), F.col("ts").alias("uts"), "campaign").withWatermark(
+            "uts", "0 seconds"
+        )
+        v = views.withWatermark("ts", "0 seconds")
+        cond = (F.col("ad_id") == F.col("u_ad")) & (F.col("uts") <= F.col("ts"))
+        cond = cond & (F.col("uts") >= F.col("ts") - F.expr(f"INTERVAL {args.range_ms} MILLISECONDS"))
+        latest = (
+            v.join(u, cond, "leftOuter")
+            .groupBy("event_id", "ts_us", "ts")
+            .agg(F.max_by("campaign", "uts").alias("campaign"))
+        )
+        q = (
+            to_kafka(latest, bootstrap, topics["out"], work / "ck-join")
+            .outputMode("append")
+            .trigger(processingTime=args.batch)
+            .start()
+        )
+        return [q]
+    ss.State.create(spark, state, key="ad_id STRING", value="campaign STRING", partitions=4)
+    if mode == "realtime":
+        writer = (
+            updates.writeStream.foreach(ss.updater(spark, state, key="ad_id", time="ts", value="campaign"))
+            .outputMode("update")
+            .trigger(realTime=args.epoch)
+            .option("checkpointLocation", str(work / "ck-u"))
+            .start()
+        )
+        enriched = views.withColumn("campaign", F.expr(f"sharedstate_fetch('{state}', ad_id, ts).campaign"))
+        reader = to_kafka(enriched, bootstrap, topics["out"], work / "ck-v")
+        return [writer, reader.outputMode("update").trigger(realTime=args.epoch).start()]
+    sink = (
+        updates.writeStream.format("sharedstate")
+        .option("state", state)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "campaign")
+        .option("checkpointLocation", str(work / "ck-u"))
+    )
+    continuous = mode == "continuous"
+    enriched = ss.fetch_join(views, state, key="ad_id", time="ts", continuous=continuous)
+    reader = to_kafka(enriched, bootstrap, topics["out"], work / "ck-v")
+    if continuous:
+        every = {"continuous": args.epoch_continuous}
+    else:
+        every = {"processingTime": args.batch}
+    return [sink.trigger(**every).start(), reader.trigger(**every).start()]
+
+
+def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
+    name = f"lat{n}_{mode.replace('-', '_')}_{rate}"
+    topics = {k: f"{name}-{k}" for k in ("updates", "views", "out")}
+    for t in topics.values():
+        kafka.create_topic(t, partitions=1)
+    work = Path(args.work) / name
+    queries = start(mode, spark, kafka.bootstrap, topics, name, work, args)
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    reader_out, writer_out = ctx.Pipe(duplex=False)
+    feed_args = (kafka.bootstrap, topics["updates"], topics["views"], rate, args.update_rate, args.seconds)
+    feeder = ctx.Process(target=_feed_child, args=(*feed_args, ready, writer_out))
+    feeder.start()
+    live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
+    ready.set()
+    feeder.join()
+    sent = reader_out.recv()
+    deadline = time.time() + args.drain
+    got = []
+    while time.time() < deadline:
+        for q in queries:
+            if q.exception() is not None:
+                raise RuntimeError(f"{mode} at {rate}/s: {q.exception()}")
+        got = kafka.consume(topics["out"])
+        if len({r.key for r in got} - {b"-1"}) >= sent["views"]:
+            break
+        time.sleep(1)
+    for q in queries:
+        q.stop()
+    lat, first_ms = [], None
+    for r in got:
+        v = json.loads(r.value)
+        if v["event_id"] >= 0 and (first_ms is None or v["ts_us"] / 1000 < first_ms):
+            first_ms = v["ts_us"] / 1000
+    seen, timeline = set(), []
+    for r in got:
+        v = json.loads(r.value)
+        if v["event_id"] in seen or v["event_id"] < 0:  # a copy, or a probe
+            continue
+        seen.add(v["event_id"])
+        since_ms = v["ts_us"] / 1000 - first_ms
+        if since_ms >= args.warmup * 1000:
+            lat.append(r.timestamp - v["ts_us"] / 1000)
+            timeline.append((since_ms / 1000, lat[-1]))
+    timeline.sort()
+    lat = np.array(sorted(lat))
+    delivered = len(seen)
+    result = {
+        "mode": mode,
+        "rate": rate,
+        "views_sent": sent["views"],
+        "updates_sent": sent["updates"],
+        "views_delivered": delivered,
+        "measured": int(lat.size),
+        "sustained": delivered == sent["views"],
+    }
+    if lat.size:
+        result.update({f"p{q}": float(np.percentile(lat, q)) for q in (50, 99, 99.9)})
+        result["max"] = float(lat[-1])
+        result["cdf"] = [float(x) for x in np.percentile(lat, np.linspace(0, 100, 201))]
+        # latency over the run: the view's send time (s since the first view) and its latency, 1 in 50
+        result["timeline"] = [[round(t, 3), round(ms, 1)] for t, ms in timeline[::50]]
+    print(json.dumps({k: v for k, v in result.items() if k not in ("cdf", "timeline")}), flush=True)
+    return result
+
+
+def live(kafka, topics: dict, timeout: float) -> None:
+    """Sends probe updates and a probe view (event -1) until the view comes out enriched: real-time and
+    continuous queries start their long-running tasks some seconds after start(), micro-batches
+    their first batch; the feed starts once the pipeline answers, so no start-up backlog is measured."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        now_us = int(time.time() * 1e6)
+        kafka.produce(topics["views"], [json.dumps({"event_id": -1, "ad_id": "ad0", "ts_us": now_us})])
+        kafka.produce(
+            topics["updates"],
+            [json.dumps({"ad_id": f"ad{a}", "ts_us": now_us + 1000, "campaign": "probe"}) for a in range(ADS)],
+        )
+        time.sleep(1)
+        if kafka.end_offsets(topics["out"]).get(0, 0) > 0:
+            return
+    raise RuntimeError(f"no probe view came out of {topics['out']} within {timeout} s")
+
+
+def _feed_child(bootstrap, updates, views, rate, update_rate, seconds, ready, out):
+    out.send(feed(bootstrap, updates, views, rate, update_rate, seconds, ready))
+
+
+def report(out: Path, data: dict) -> None:
+    rows = [
+        "| events/s | mode | p50 ms | p99 ms | p99.9 ms | max ms | delivered / sent |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in data["points"]:
+        ms = [f"{r[k]:,.1f}" if k in r else "-" for k in ("p50", "p99", "p99.9", "max")]
+        rows.append(
+            f"| {r['rate']:,} | {r['mode']} | {' | '.join(ms)} | {r['views_delivered']:,} / {r['views_sent']:,} |"
+        )
+    head = [
+        "# End-to-end latency: view into Kafka -> enriched view readable in Kafka",
+        "",
+        f"`{data['command']}`",
+        "",
+        f"Machine: {data['machine']}. {data['setup']}",
+        "",
+        "Latency = the output record's Kafka timestamp minus the view's event time (the feeder's wall clock "
+        f"when it sent the view), after {data['warmup_s']} s of warm-up, every view once (the first copy). "
+        "The feed starts once the queries answered a probe view.",
+        "",
+    ]
+    (out / "table.md").write_text("\n".join(head + rows) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(data["rates"]), figsize=(6 * len(data["rates"]), 4.5), squeeze=False)
+    for ax, rate in zip(axes[0], data["rates"]):
+        for r in data["points"]:
+            if r["rate"] == rate and "cdf" in r:
+                ax.plot(r["cdf"], np.linspace(0, 1, len(r["cdf"])), label=r["mode"])
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (ms, log)")
+        ax.set_ylabel("fraction of views")
+        ax.set_title(f"{rate:,} views/s")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "cdf.png", dpi=110)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="benchmarks/results/latency")
+    p.add_argument("--work", default="/tmp/sharedstate-latency")
+    p.add_argument("--rates", default="1000,10000")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--update-rate", type=int, default=500)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--warmup", type=float, default=5)
+    p.add_argument("--startup", type=float, default=90, help="longest wait for the queries to answer a probe")
+    p.add_argument("--drain", type=float, default=30)
+    p.add_argument("--epoch", default="5 seconds", help="real-time epoch (checkpoint cadence)")
+    p.add_argument("--epoch-continuous", default="1 second")
+    p.add_argument("--batch", default="100 milliseconds", help="micro-batch trigger")
+    p.add_argument("--range-ms", type=int, default=2000, help="stream-stream join: update range")
+    p.add_argument("--master", default="local[4]")
+    args = p.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rates = [int(r) for r in args.rates.split(",")]
+    modes = args.modes.split(",")
+    spark = ss.session("latency", master=args.master, kafka=True, **{"spark.sql.shuffle.partitions": "2"})
+    spark.sparkContext.setLogLevel("ERROR")
+    points = []
+    with KafkaBroker() as kafka:
+        n = 0
+        for rate in rates:
+            for mode in modes:
+                n += 1
+                points.append(point(spark, kafka, mode, rate, args, n))
+    spark.stop()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    data = {
+        "command": shlex.join([".venv/bin/python", "benchmarks/latency/end_to_end.py", *sys.argv[1:]]),
+        "machine": f"{os.cpu_count()} cores, {platform.platform()}, load {os.getloadavg()[0]:.2f} at the end",
+        "setup": (
+            f"Spark 4.2.0 {args.master}, one partition per topic, {ADS} ads, updates at {args.update_rate}/s, "
+            f"{args.seconds:.0f} s per point; real-time epoch {args.epoch}, continuous epoch "
+            f"{args.epoch_continuous}, micro-batch trigger {args.batch}; commit {commit}."
+        ),
+        "warmup_s": args.warmup,
+        "rates": rates,
+        "points": points,
+    }
+    (out / "results.json").write_text(json.dumps(data, indent=1))
+    report(out, data)
+
+
+if __name__ == "__main__":
+    main()

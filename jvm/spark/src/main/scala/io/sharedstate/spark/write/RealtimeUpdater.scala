@@ -1,0 +1,176 @@
+package io.sharedstate.spark.write
+
+import io.sharedstate.spark.cluster.{StateAccess, StateClient}
+import io.sharedstate.spark.config.UpdateOptions
+import io.sharedstate.spark.durable.ChangelogTarget
+
+import io.sharedstate.core.{EventTime, RejectedUpdate, SharedStateException, UpdateBatch}
+import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{ForeachWriter, Row}
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+/**
+ * Updates a State from a query in real-time mode (`writeStream.foreach(updater)`; real-time mode
+ * allows only the Kafka, foreach, console and memory sinks). A JVM `ForeachWriter[Row]`: each row is
+ * bound to its key and value bytes by the sink's [[RowBinder]], with no Python worker on the path.
+ *
+ * Each input partition is a writer of its own ([[RealtimeWriters]]). A task stages what it read and
+ * commits it as a sub-epoch every `flushInterval` (and when the task ends), so an update counts
+ * within milliseconds instead of at the end of Spark's epoch (whose length is the trigger's, >= 5 s).
+ * Exactly-once: a sub-epoch's number says how many rows of the Spark epoch it covers, so a replayed
+ * epoch skips the rows the failed run already committed and `sum` or `append` count nothing twice.
+ */
+private[sharedstate] final class RealtimeUpdater(
+    stateName: String,
+    options: Map[String, String],
+    flushIntervalMs: Long,
+    incarnation: Long,
+    changelog: Option[ChangelogTarget])
+    extends ForeachWriter[Row] {
+
+  @transient private var partition: Int = -1
+  @transient private var epoch: Long = -1L
+  @transient private var writer: String = _
+  @transient private var skip: Long = 0L
+  @transient private var read: Long = 0L
+  @transient private var batch: UpdateBatch = _
+  @transient private var watermark: Long = EventTime.MinusInfinity
+  @transient private var lastFlushMs: Long = 0L
+  @transient private var bound: RealtimeUpdater.Bound = _
+  @transient private var latestAllowed: Long = Long.MaxValue
+  // An error of a commit the flusher thread made: this task fails with it at its next row or at close.
+  @transient @volatile private[write] var failed: Throwable = _
+
+  override def open(partitionId: Long, epochId: Long): Boolean = {
+    val ctx = TaskContext.get()
+    val query = Option(ctx).flatMap(c => Option(c.getLocalProperty(StreamExecution.QUERY_ID_KEY))).getOrElse(
+      throw new SharedStateException(s"The real-time updater of State '$stateName' runs only as the foreach " +
+        "sink of a streaming query (writeStream.foreach(updater))."))
+    partition = partitionId.toInt
+    epoch = epochId
+    writer = RealtimeWriters.writer(query, partition)
+    val last = StateAccess.get.askDriver(
+      RealtimeWriters.Open(stateName, query, ctx.numPartitions(), partition, incarnation)).longValue
+    skip = RealtimeWriters.rowsApplied(epoch, last)
+    read = 0L
+    batch = new UpdateBatch
+    lastFlushMs = System.currentTimeMillis()
+    RealtimeUpdater.Flusher.add(this, flushIntervalMs)
+    true
+  }
+
+  override def process(row: Row): Unit = synchronized {
+    if (failed != null) throw failed
+    if (bound == null) {
+      bound = RealtimeUpdater.bind(stateName, options, row)
+      // Updates further ahead of this task's clock are rejected, so a typo such as 9999-12-31 never moves U.
+      if (bound.options.maxAheadMicros != UpdateOptions.NoMaxAhead)
+        latestAllowed =
+          Math.addExact(Math.multiplyExact(System.currentTimeMillis(), 1000L), bound.options.maxAheadMicros)
+    }
+    val internal = bound.toInternal(row)
+    val o = bound.options
+    if (!internal.isNullAt(o.timeOrdinal))
+      watermark = math.max(watermark, internal.getLong(o.timeOrdinal) - o.latenessMicros)
+    read += 1
+    if (read > skip) {
+      val value = bound.binder.valueBytes(internal)
+      if (bound.binder.keyHasNull(internal)) {
+        val time =
+          if (internal.isNullAt(o.timeOrdinal)) null else java.lang.Long.valueOf(internal.getLong(o.timeOrdinal))
+        batch.reject(RejectedUpdate(null, time, value, RejectedUpdate.NullKey, writer, epoch, EventTime.MinusInfinity))
+      } else if (internal.isNullAt(o.timeOrdinal)) {
+        batch.reject(RejectedUpdate(bound.binder.keyBytes(internal), null, value, RejectedUpdate.NullTime, writer,
+            epoch,
+            EventTime.MinusInfinity))
+      } else if (internal.getLong(o.timeOrdinal) > latestAllowed) {
+        batch.reject(RejectedUpdate(bound.binder.keyBytes(internal), internal.getLong(o.timeOrdinal), value,
+            RejectedUpdate.AheadOfClock, writer, epoch, EventTime.MinusInfinity))
+      } else batch.add(bound.binder.keyBytes(internal), internal.getLong(o.timeOrdinal), value)
+      if (System.currentTimeMillis() - lastFlushMs >= flushIntervalMs) flush()
+    }
+  }
+
+  override def close(errorOrNull: Throwable): Unit = {
+    RealtimeUpdater.Flusher.remove(this)
+    if (failed != null) throw failed
+    // A failed task commits nothing more: the epoch's replay starts after its last committed sub-epoch.
+    if (errorOrNull == null && writer != null) synchronized(flush())
+  }
+
+  /** The flusher's tick: commits what waited at least one interval. */
+  private[write] def flushIfDue(): Unit = synchronized {
+    if (batch != null && System.currentTimeMillis() - lastFlushMs >= flushIntervalMs) flush()
+  }
+
+  // Stages the rows read since the last commit and commits them as the sub-epoch ending at `read`.
+  private def flush(): Unit = {
+    lastFlushMs = System.currentTimeMillis()
+    if (batch.size + batch.rejectedCount == 0) return
+    val sub = RealtimeWriters.subEpoch(epoch, read)
+    val files = changelog.map(_.writeTask(writer, sub, partition, batch)).getOrElse(Nil)
+    StateClient.of(stateName).stage(writer, sub, partition, batch)
+    StateAccess.get.askDriver(RealtimeWriters.Commit.of(stateName, writer, sub, watermark, files))
+    batch = new UpdateBatch
+  }
+}
+
+private[sharedstate] object RealtimeUpdater {
+
+  /** The options bound to the rows' schema, and the converter from external rows. */
+  private final class Bound(val options: UpdateOptions, val binder: RowBinder,
+      val toInternal: ExpressionEncoder.Serializer[Row])
+
+  private def bind(stateName: String, options: Map[String, String], row: Row): Bound = {
+    val schema = Option(row.schema).getOrElse(throw new SharedStateException(
+        s"The real-time updater of State '$stateName' got a row without a schema; use it as writeStream.foreach(...)."))
+    val spec = StateClient.of(stateName).spec
+    val parsed = UpdateOptions.parse(new CaseInsensitiveStringMap(options.asJava), schema, spec)
+    new Bound(parsed, new RowBinder(schema, parsed.keyOrdinals, parsed.valueOrdinals),
+      ExpressionEncoder(schema).createSerializer())
+  }
+
+  /** Checks the options a driver can check without the rows' schema: names, required ones, durations. */
+  def checkOptions(stateName: String, options: Map[String, String]): Unit = {
+    val unknown = options.keySet.filterNot(k => UpdateOptions.Known.exists(_.equalsIgnoreCase(k)))
+    if (unknown.nonEmpty) throw new SharedStateException(s"Unknown option(s) ${unknown.toSeq.sorted.mkString(", ")} " +
+      s"for the real-time updater of State '$stateName'. Supported: ${UpdateOptions.Known.toSeq.sorted.mkString(", ")}.")
+    if (options.keySet.exists(_.equalsIgnoreCase(UpdateOptions.IdleTimeoutOption))) throw new SharedStateException(
+      s"Option '${UpdateOptions.IdleTimeoutOption}' is not supported by the real-time updater (State '$stateName').")
+    Seq(UpdateOptions.Key, UpdateOptions.Time).foreach { k =>
+      if (!options.exists { case (name, v) => name.equalsIgnoreCase(k) && v.trim.nonEmpty })
+        throw new SharedStateException(
+          s"Option '$k' is required for the real-time updater of State '$stateName'.")
+    }
+  }
+
+  /** One daemon thread per JVM commits every open updater's staged rows once they waited an interval. */
+  private object Flusher {
+    private val open = ConcurrentHashMap.newKeySet[RealtimeUpdater]()
+    @volatile private var tickMs = Long.MaxValue
+    private lazy val ticker: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
+      val t = new Thread(r, "sharedstate-realtime-flush"); t.setDaemon(true); t
+    }
+
+    def add(u: RealtimeUpdater, intervalMs: Long): Unit = synchronized {
+      open.add(u)
+      if (intervalMs < tickMs) {
+        tickMs = intervalMs
+        ticker.scheduleWithFixedDelay(() => tick(), intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+      }
+    }
+
+    def remove(u: RealtimeUpdater): Unit = open.remove(u)
+
+    // A failed commit fails the task at its next row or at close; the ticker itself keeps going.
+    private def tick(): Unit = open.asScala.foreach { u =>
+      try u.flushIfDue()
+      catch { case NonFatal(e) => u.failed = e; open.remove(u) }
+    }
+  }
+}

@@ -1,0 +1,190 @@
+package io.sharedstate.spark
+
+import io.sharedstate.spark.write.RealtimeWriters
+
+import java.nio.file.Files
+import java.sql.Timestamp
+import java.util.concurrent.ConcurrentLinkedQueue
+import org.apache.spark.sql.{ForeachWriter, Row, SparkSession}
+import org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+import scala.jdk.CollectionConverters._
+
+/**
+ * Real-time mode (`Trigger.RealTime`) on Spark's low-latency memory source: the updater as a
+ * query's foreach sink, `sharedstate_fetch` in another real-time query's projection.
+ */
+class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
+  // Real-time tasks run for the whole epoch: a slot for each of the queries' partitions, and one more.
+  private lazy val spark = SparkSession.builder().master("local[5]").appName("realtime")
+    .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+    .config("spark.sql.session.timeZone", "UTC").getOrCreate()
+
+  override def afterAll(): Unit = spark.stop()
+
+  private def ts(seconds: Long) = new Timestamp(seconds * 1000)
+  private val dir = Files.createTempDirectory("realtime").toString
+
+  private def waitFor(what: String, timeoutS: Int = 60)(cond: => Boolean): Unit = {
+    val deadline = System.nanoTime() + timeoutS * 1000000000L
+    while (!cond) {
+      if (System.nanoTime() > deadline) fail(s"timed out waiting for $what")
+      Thread.sleep(50)
+    }
+  }
+
+  private def updater(
+      state: String, partitions: Int): (LowLatencyMemoryStream[(String, Timestamp, String)], StreamingQuery) = {
+    val session = spark
+    import session.implicits._
+    val updates = LowLatencyMemoryStream[(String, Timestamp, String)](partitions)(implicitly, spark.sqlContext)
+    val query = updates.toDF().toDF("ad_id", "ts", "campaign").writeStream
+      .foreach(SharedState.updater(spark, state, key = "ad_id", time = "ts", lateness = "1 second"))
+      .outputMode("update").trigger(Trigger.RealTime("5 seconds"))
+      .option("checkpointLocation", s"$dir/ck-$state").start()
+    (updates, query)
+  }
+
+  test("sub-epoch numbers: rows of the epoch in the low bits, replays skip what an earlier run committed") {
+    val e3 = RealtimeWriters.subEpoch(3, 120)
+    assert(RealtimeWriters.rowsApplied(3, e3) == 120)
+    assert(RealtimeWriters.rowsApplied(4, e3) == 0)
+    assert(RealtimeWriters.rowsApplied(2, e3) == Long.MaxValue)
+    assert(RealtimeWriters.rowsApplied(0, -1L) == 0)
+    assert(RealtimeWriters.subEpoch(3, 121) > e3 && RealtimeWriters.subEpoch(4, 0) > RealtimeWriters.subEpoch(3,
+      1L << 31))
+    assert(RealtimeWriters.isPartitionOf(RealtimeWriters.writer("q1", 2), "q1"))
+    assert(!RealtimeWriters.isPartitionOf(RealtimeWriters.writer("q10", 2), "q1"))
+  }
+
+  test("the updater's driver requests pass the RPC allow-list (an executor's tasks send them to the driver)") {
+    import io.sharedstate.spark.cluster.{MessageAllowList, Messages}
+    import io.sharedstate.spark.durable.ChangelogFile
+    import org.apache.spark.sharedstate.RpcBridge
+    val file = ChangelogFile(3, "/tmp/changelog/part-3.parquet", 1234L, 5678L)
+    for (request <- Seq(RealtimeWriters.Open("s", "q", 2, 1, 7L),
+        RealtimeWriters.Commit.of("s", "q#p1", RealtimeWriters.subEpoch(2, 10), 99L, Seq(file)))) {
+      val back = RpcBridge.decode(RpcBridge.encode(Messages.AskDriver(request)), MessageAllowList)
+      assert(back == Messages.AskDriver(request))
+    }
+  }
+
+  test("a real-time updater commits within the epoch, one writer per partition; a real-time fetch waits for U") {
+    val state = SharedState.create(spark, "rt_campaigns", key = "ad_id STRING", value = "campaign STRING")
+    val (updates, writer) = updater(state.name, partitions = 2)
+    updates.addData(0, Seq(("a", ts(10), "c1"), ("a", ts(30), "c3")))
+    updates.addData(1, Seq(("b", ts(14), "c2"), ("b", ts(40), "c4")))
+    // U = min over the partitions' watermarks (max event time - 1 s)
+    waitFor("U at 29 s")(state.progress.updateProgress == 29L * 1000000)
+    assert(state.writers.map(_.writer).sorted == Seq(0, 1).map(p => RealtimeWriters.writer(writer.id.toString, p)))
+    val asOf = state.asOf("1970-01-01 00:00:20").collect().map(r => (r.getString(0), r.getString(1))).sortBy(_._1)
+    assert(asOf.toSeq == Seq(("a", "c1"), ("b", "c2")))
+    // A running query's updates count within milliseconds, not at the end of its 5 s epoch.
+    val start = System.nanoTime()
+    updates.addData(0, Seq(("a", ts(45), "c5")))
+    updates.addData(1, Seq(("b", ts(46), "c6")))
+    waitFor("U at 44 s")(state.progress.updateProgress == 44L * 1000000)
+    val ms = (System.nanoTime() - start) / 1000000
+    assert(ms < 2500, s"U moved $ms ms after the updates: at the end of the epoch, not within it")
+
+    val session = spark
+    import session.implicits._
+    val views = LowLatencyMemoryStream[(Long, String, Timestamp)](1)(implicitly, spark.sqlContext)
+    val reader = views.toDF().toDF("id", "ad_id", "ts")
+      .selectExpr("id", s"sharedstate_fetch('${state.name}', ad_id, ts).campaign AS campaign")
+      .writeStream.foreach(RealtimeSuite.Collect).outputMode("update").trigger(Trigger.RealTime("5 seconds"))
+      .option("checkpointLocation", s"$dir/ck-views").start()
+    views.addData(Seq((1L, "a", ts(12)), (2L, "b", ts(20)), (3L, "a", ts(50))))
+    waitFor("the views U has passed")(RealtimeSuite.rows.size == 2)
+    updates.addData(0, Seq(("a", ts(60), "c7"))) // partition 0 at 59 s, partition 1 still at 45 s: U = 45 s
+    waitFor("U at 45 s")(state.progress.updateProgress == 45L * 1000000)
+    Thread.sleep(300)
+    assert(RealtimeSuite.rows.size == 2, "view 3 (50 s) was answered before U passed it")
+    updates.addData(1, Seq(("b", ts(70), "c8"))) // U = 59 s
+    waitFor("view 3, once U passed it")(RealtimeSuite.rows.size == 3)
+    assert(RealtimeSuite.rows.asScala.toSeq.sortBy(_._1) == Seq((1L, "c1"), (2L, "c2"), (3L, "c5")))
+    reader.stop()
+    writer.stop()
+    // the query listener pauses them (it hears of the stop asynchronously)
+    waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))
+  }
+
+  test("the change stream as a real-time source: each change arrives as soon as U passes it, then resumes") {
+    val state = SharedState.create(spark, "rt_changes", key = "ad_id STRING", value = "campaign STRING")
+    val (updates, writer) = updater(state.name, partitions = 1)
+    def changes() = spark.readStream.format("sharedstate").option("state", state.name).load()
+      .selectExpr("ad_id", "campaign").writeStream.foreach(RealtimeSuite.Changes).outputMode("update")
+      .trigger(Trigger.RealTime("5 seconds")).option("checkpointLocation", s"$dir/ck-changes").start()
+    val reader = changes()
+    updates.addData(Seq(("a", ts(10), "c1"), ("b", ts(12), "c2"), ("a", ts(14), "c3")))
+    waitFor("U at 13 s")(state.progress.updateProgress == 13L * 1000000)
+    val start = System.nanoTime()
+    waitFor("the final changes")(RealtimeSuite.changes.size == 2)
+    assert(RealtimeSuite.changes.asScala.toSeq == Seq(("a", "c1"), ("b", "c2")))
+    updates.addData(Seq(("c", ts(20), "c4"))) // U = 19 s: ("a", 14 s) is final now
+    waitFor("the change U passed")(RealtimeSuite.changes.size == 3)
+    val ms = (System.nanoTime() - start) / 1000000
+    assert(ms < 2500, s"the change arrived $ms ms after U passed it: at the end of an epoch, not at once")
+    // Past the first epoch's end, and restarted from the checkpoint: nothing twice, nothing missed.
+    Thread.sleep(5500)
+    reader.stop()
+    updates.addData(Seq(("d", ts(30), "c5"))) // U = 29 s: ("c", 20 s) is final, read by the restarted query
+    waitFor("U at 29 s")(state.progress.updateProgress == 29L * 1000000)
+    val again = changes()
+    waitFor("the change made final while the reader was stopped")(RealtimeSuite.changes.size == 4)
+    Thread.sleep(300)
+    assert(RealtimeSuite.changes.asScala.toSeq == Seq(("a", "c1"), ("b", "c2"), ("a", "c3"), ("c", "c4")))
+    again.stop()
+    writer.stop()
+  }
+
+  test("a real-time fetch that U does not pass in time fails naming the State, the time and U") {
+    val state = SharedState.create(spark, "rt_stalled", key = "ad_id STRING", value = "campaign STRING")
+    val (updates, writer) = updater(state.name, partitions = 1)
+    updates.addData(Seq(("a", ts(10), "c1")))
+    waitFor("U at 9 s")(state.progress.updateProgress == 9L * 1000000)
+    spark.conf.set("spark.sharedstate.realtime.fetchTimeout", "1 second")
+    try {
+      val session = spark
+      import session.implicits._
+      val views = LowLatencyMemoryStream[(Long, String, Timestamp)](1)(implicitly, spark.sqlContext)
+      val reader = views.toDF().toDF("id", "ad_id", "ts")
+        .selectExpr("id", s"sharedstate_fetch('${state.name}', ad_id, ts).campaign AS campaign")
+        .writeStream.foreach(RealtimeSuite.Collect).outputMode("update").trigger(Trigger.RealTime("5 seconds"))
+        .option("checkpointLocation", s"$dir/ck-stalled").start()
+      views.addData(Seq((7L, "a", ts(60))))
+      val e = intercept[StreamingQueryException](reader.awaitTermination(60000))
+      val message = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).map(_.getMessage).mkString(" / ")
+      assert(
+        message.contains("rt_stalled") && message.contains("1970-01-01T00:01:00Z") &&
+          message.contains("U=1970-01-01T00:00:09Z") && message.contains("spark.sharedstate.realtime.fetchTimeout"),
+        message
+      )
+      assert(!RealtimeSuite.rows.asScala.exists(_._1 == 7L))
+    } finally {
+      spark.conf.unset("spark.sharedstate.realtime.fetchTimeout")
+      writer.stop()
+    }
+  }
+}
+
+object RealtimeSuite {
+  val rows = new ConcurrentLinkedQueue[(Long, String)]()
+  val changes = new ConcurrentLinkedQueue[(String, String)]()
+
+  /** Collects a change stream's (key, value) rows. */
+  object Changes extends ForeachWriter[Row] {
+    override def open(partitionId: Long, epochId: Long): Boolean = true
+    override def process(row: Row): Unit = changes.add((row.getString(0), row.getString(1)))
+    override def close(errorOrNull: Throwable): Unit = ()
+  }
+
+  /** Collects the rows of a real-time query (local mode: same JVM). */
+  object Collect extends ForeachWriter[Row] {
+    override def open(partitionId: Long, epochId: Long): Boolean = true
+    override def process(row: Row): Unit = rows.add((row.getLong(0), row.getString(1)))
+    override def close(errorOrNull: Throwable): Unit = ()
+  }
+}

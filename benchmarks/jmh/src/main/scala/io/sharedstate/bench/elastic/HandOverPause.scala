@@ -64,7 +64,9 @@ object HandOverPause {
       from.registerWriter("w")
       (0 until Versions).foreach { v =>
         val b = new UpdateBatch
-        (moving.iterator ++ others.iterator).zipWithIndex.foreach { case (k, j) => b.add(k, 1000L * v + j % 1000, row(j + v)) }
+        (moving.iterator ++ others.iterator).zipWithIndex.foreach { case (k, j) =>
+          b.add(k, 1000L * v + j % 1000, row(j + v))
+        }
         from.stage("w", v, 0, b)
         from.commitEpoch("w", v, 1000L * (v + 1))
       }
@@ -105,7 +107,8 @@ object HandOverPause {
       require(to.partition(0).keyCount == keys && from.partition(0).keyCount == 0, "the partition moved whole")
       from.close(); to.close()
     }
-    def p99(xs: ArrayBuffer[Long]): Double = if (xs.isEmpty) Double.NaN else xs.sorted.apply((xs.size * 0.99).toInt) / 1e3
+    def p99(xs: ArrayBuffer[Long]): Double =
+      if (xs.isEmpty) Double.NaN else xs.sorted.apply((xs.size * 0.99).toInt) / 1e3
     Result(keys, runs, pauses.toSeq, bytes, p99(steady), p99(around))
   }
 }

@@ -79,7 +79,10 @@ object TxnBaselines {
         while (r < txns.length) {
           // Spin briefly, then yield: on a machine with fewer cores than threads the turn-holder must run.
           var spins = 0
-          while (lockAhead.get != r) { if (spins < 64) { spins += 1; Thread.onSpinWait() } else Thread.`yield`() }
+          while (lockAhead.get != r) {
+            if (spins < 64) { spins += 1; Thread.onSpinWait() }
+            else Thread.`yield`()
+          }
           val ls = keyOrder(r)
           ls.foreach(_.lock())
           lockAhead.incrementAndGet() // locks inserted: the next transaction may take its own

@@ -113,11 +113,13 @@ class TxnWorkload:
 
 
 def plain(value) -> object:
-    """A Row, tuple, list or scalar as plain lists (structs and arrays alike), to compare Spark's rows
-    with the oracle's tuples."""
+    """A Row, dict, tuple, list, array or scalar as plain lists (structs and arrays alike), to compare
+    Spark's rows (collected, or read back with pyarrow) with the oracle's tuples."""
     if hasattr(value, "asDict"):
         return [plain(v) for v in value.asDict().values()]
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, dict):  # a struct read back with pyarrow
+        return [plain(v) for v in value.values()]
+    if isinstance(value, (list, tuple, np.ndarray)):
         return [plain(v) for v in value]
     return value
 

@@ -2,9 +2,11 @@ package io.sharedstate.spark.txn
 
 import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.{ProgressTicks, StateSchemas}
 
 import io.sharedstate.core.SharedStateException
+import org.apache.spark.internal.Logging
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
@@ -20,7 +22,7 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
  * ([[TransactionExec]]), so a micro-batch runs when events arrive or U moves, and the outcomes U made
  * final are emitted then.
  */
-private[sharedstate] object Transact {
+private[sharedstate] object Transact extends Logging {
 
   def apply(events: DataFrame, time: String, reads: Seq[TransactionAccess], condition: String,
       writes: Seq[TransactionAccess], outcomes: Boolean, lateness: String): DataFrame = {
@@ -31,6 +33,11 @@ private[sharedstate] object Transact {
       state => StateSchemas.of(Coordinator.get.state(state).spec))
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
     val group = TransactionGroups.of(program.states)
+    val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
+    if (durable.nonEmpty) logWarning(
+      s"Transactions over durable State(s) ${durable.mkString(", ")}: transactions are not journaled yet, so a new " +
+        "driver loses the waiting ones and the States reopen without the effects applied after their last snapshot " +
+        "(docs/transactions.md, Durability). A restart of the query in this application resumes exactly.")
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)
     val name = TransactionRows.name(group.name,

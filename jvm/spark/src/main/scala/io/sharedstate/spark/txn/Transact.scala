@@ -6,7 +6,6 @@ import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.{ProgressTicks, StateSchemas}
 
 import io.sharedstate.core.SharedStateException
-import org.apache.spark.internal.Logging
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.plans.logical.CollectMetrics
 import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
@@ -22,7 +21,7 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
  * ([[TransactionExec]]), so a micro-batch runs when events arrive or U moves, and the outcomes U made
  * final are emitted then.
  */
-private[sharedstate] object Transact extends Logging {
+private[sharedstate] object Transact {
 
   def apply(events: DataFrame, time: String, reads: Seq[TransactionAccess], condition: String,
       writes: Seq[TransactionAccess], outcomes: Boolean, lateness: String): DataFrame = {
@@ -32,12 +31,14 @@ private[sharedstate] object Transact extends Logging {
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
       state => StateSchemas.of(Coordinator.get.state(state).spec))
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
-    val group = TransactionGroups.of(program.states)
     val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
-    if (durable.nonEmpty) logWarning(
-      s"Transactions over durable State(s) ${durable.mkString(", ")}: transactions are not journaled yet, so a new " +
-        "driver loses the waiting ones and the States reopen without the effects applied after their last snapshot " +
-        "(docs/transactions.md, Durability). A restart of the query in this application resumes exactly.")
+    // Refused, not warned: a new driver would reopen the State without the effects applied since its last
+    // snapshot, and plain updates replayed on top would be computed from the wrong values.
+    if (durable.nonEmpty) throw new SharedStateException(
+      s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root), and transactions are not journaled yet: " +
+        "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
+        "States (no root) for transactional queries (docs/transactions.md, Durability).")
+    val group = TransactionGroups.of(program.states)
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)
     val name = TransactionRows.name(group.name,

@@ -44,7 +44,8 @@ from sharedstate.testing.kafka import KafkaBroker, kafka_libs  # noqa: E402
 
 UPDATE_JSON = "ad_id STRING, ts_us BIGINT, campaign STRING"
 VIEW_JSON = "event_id BIGINT, ad_id STRING, ts_us BIGINT"
-MODES = ("realtime", "continuous", "microbatch", "stream-stream")
+MODES = ("realtime", "realtime-lanes", "continuous", "microbatch", "stream-stream")
+LANES = "spark.sharedstate.realtime.deliveryLanes"
 ADS = 100
 
 
@@ -142,7 +143,10 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
         )
         return [q]
     ss.State.create(spark, state, key="ad_id STRING", value="campaign STRING", partitions=4)
-    if mode == "realtime":
+    if mode.startswith("realtime"):
+        # realtime-lanes: the updater's flushes and the waiting fetches go through the delivery lanes
+        # (the setting is read when the updater is made and when the fetch is planned)
+        spark.conf.set(LANES, str(mode == "realtime-lanes").lower())
         writer = (
             updates.writeStream.foreach(ss.updater(spark, state, key="ad_id", time="ts", value="campaign"))
             .outputMode("update")
@@ -157,7 +161,9 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
             F.expr(f"sharedstate_fetch('{state}', ad_id, ts).campaign").alias("campaign"),
         ).withColumn("fetched_ms", F.expr(f"if(campaign is null, {NOW_MS}, {NOW_MS})").cast("long"))
         reader = to_kafka(enriched, bootstrap, topics["out"], work / "ck-v")
-        return [writer, reader.outputMode("update").trigger(realTime=args.epoch).start()]
+        queries = [writer, reader.outputMode("update").trigger(realTime=args.epoch).start()]
+        spark.conf.unset(LANES)
+        return queries
     sink = (
         updates.writeStream.format("sharedstate")
         .option("state", state)
@@ -257,7 +263,6 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         "updates_sent": sent["updates"],
         "views_delivered": delivered,
         "measured": int(lat.size),
-        "sustained": delivered == sent["views"],
     }
     if lat.size:
         result.update({f"p{q}": float(np.percentile(lat, q)) for q in (50, 99, 99.9)})
@@ -265,10 +270,22 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         result["cdf"] = [float(x) for x in np.percentile(lat, np.linspace(0, 100, 201))]
         # latency over the run: the view's send time (s since the first view) and its latency, 1 in 50
         result["timeline"] = [[round(t, 3), round(ms, 1)] for t, ms in timeline[::50]]
+    result["sustained"] = sustained(delivered, sent["views"], timeline)
     if measured and "read_ms" in measured[0][0]:
         result["breakdown"] = breakdown(measured, kafka.consume(topics["updates"]))
     print(json.dumps({k: v for k, v in result.items() if k not in ("cdf", "timeline")}), flush=True)
     return result
+
+
+def sustained(delivered: int, sent: int, timeline: list) -> bool:
+    """The pipeline kept up: every view came out, and latency did not grow over the run (the last
+    third's median at most twice the first third's, plus 100 ms): a backlog grows it without bound."""
+    if delivered < sent or len(timeline) < 30:
+        return False
+    third = len(timeline) // 3
+    first = float(np.median([ms for _, ms in timeline[:third]]))
+    last = float(np.median([ms for _, ms in timeline[-third:]]))
+    return last <= 2 * first + 100
 
 
 STAGES = (
@@ -325,16 +342,72 @@ def _feed_child(bootstrap, updates, views, rate, update_rate, seconds, linger_ms
     out.send(feed(bootstrap, updates, views, rate, update_rate, seconds, linger_ms, ready))
 
 
+class FastBroker(KafkaBroker):
+    """The test broker with the JVM of a long-running one: full JIT (the test broker stops at C1 for a
+    fast start) and a larger heap, so its appends do not add their own stalls to the latency."""
+
+    def __init__(self):
+        super().__init__(heap="1g")
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return [a for a in super()._java(main, *args) if a != "-XX:TieredStopAtLevel=1"]
+
+
+def summarise(runs: list, rates: list, modes: list, ladder: list) -> list:
+    """Per rate and mode: the medians over the runs, the p99 spread, the median run's CDF and breakdown,
+    and the highest sustained rate (the rates of the runs and of the ladder it kept up with)."""
+    points = []
+    for rate in rates:
+        for mode in modes:
+            rs = sorted((r for r in runs if r["rate"] == rate and r["mode"] == mode), key=lambda r: r.get("p99", 1e12))
+            median = rs[len(rs) // 2]
+            point = {k: median[k] for k in ("mode", "rate", "cdf", "timeline", "breakdown") if k in median}
+            for k in ("p50", "p99", "p99.9", "max"):
+                xs = [r[k] for r in rs if k in r]
+                if xs:
+                    point[k] = float(np.median(xs))
+                    point[f"{k}_min"], point[f"{k}_max"] = min(xs), max(xs)
+            point["views_sent"] = sum(r["views_sent"] for r in rs)
+            point["views_delivered"] = sum(r["views_delivered"] for r in rs)
+            point["sustained"] = all(r["sustained"] for r in rs)
+            points.append(point)
+    for mode in modes:
+        kept = [r["rate"] for r in runs if r["mode"] == mode and r["sustained"]]
+        kept += [r["rate"] for r in ladder if r["mode"] == mode and r["sustained"]]
+        for point in points:
+            if point["mode"] == mode:
+                point["highest_sustained"] = max(kept) if kept else None
+    return points
+
+
 def report(out: Path, data: dict) -> None:
     rows = [
-        "| events/s | mode | p50 ms | p99 ms | p99.9 ms | max ms | delivered / sent |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| events/s | mode | p50 ms | p99 ms (min-max) | p99.9 ms | max ms | delivered / sent | highest sustained |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in data["points"]:
         ms = [f"{r[k]:,.1f}" if k in r else "-" for k in ("p50", "p99", "p99.9", "max")]
+        if "p99" in r:
+            ms[1] += f" ({r['p99_min']:,.1f}-{r['p99_max']:,.1f})"
+        top = f"{r['highest_sustained']:,}/s" if r.get("highest_sustained") else "-"
         rows.append(
-            f"| {r['rate']:,} | {r['mode']} | {' | '.join(ms)} | {r['views_delivered']:,} / {r['views_sent']:,} |"
+            f"| {r['rate']:,} | {r['mode']} | {' | '.join(ms)} | {r['views_delivered']:,} / {r['views_sent']:,} "
+            f"| {top} |"
         )
+    rows += ["", "Where a real-time view's time goes (the median run's, ms):", ""]
+    for r in data["points"]:
+        if "breakdown" in r:
+            rows += [
+                f"{r['rate']:,} views/s, {r['mode']}:",
+                "",
+                "| stage | p50 | p99 | p99.9 |",
+                "| --- | --- | --- | --- |",
+            ]
+            rows += [
+                f"| {stage} | {v['p50']:.1f} | {v['p99']:.1f} | {v['p99.9']:.1f} |"
+                for stage, v in r["breakdown"].items()
+            ]
+            rows.append("")
     head = [
         "# End-to-end latency: view into Kafka -> enriched view readable in Kafka",
         "",
@@ -344,7 +417,10 @@ def report(out: Path, data: dict) -> None:
         "",
         "Latency = the output record's Kafka timestamp minus the view's event time (the feeder's wall clock "
         f"when it sent the view), after {data['warmup_s']} s of warm-up, every view once (the first copy). "
-        "The feed starts once the queries answered a probe view.",
+        "The feed starts once the queries answered a probe view. Each point ran "
+        f"{data['runs']} times: medians over the runs, the p99's spread in brackets. Highest sustained: the "
+        "highest rate (of these and of a ladder of shorter runs) at which every view came out and the "
+        "latency did not grow over the run.",
         "",
     ]
     (out / "table.md").write_text("\n".join(head + rows) + "\n")
@@ -386,6 +462,9 @@ def main() -> None:
     p.add_argument("--master", default="local[4]")
     p.add_argument("--linger-ms", type=int, default=0, help="the feeder's producer linger.ms")
     p.add_argument("--feeder", choices=("java", "python"), default="java", help="Feeder.java or kafka-python")
+    p.add_argument("--runs", type=int, default=3, help="runs of every point: medians and spread")
+    p.add_argument("--ladder", default="20000,40000,80000", help="rates above --rates for the highest sustained rate")
+    p.add_argument("--ladder-seconds", type=float, default=15)
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -393,14 +472,25 @@ def main() -> None:
     modes = args.modes.split(",")
     spark = ss.session("latency", master=args.master, kafka=True, **{"spark.sql.shuffle.partitions": "2"})
     spark.sparkContext.setLogLevel("ERROR")
-    points = []
-    with KafkaBroker() as kafka:
+    runs, ladder = [], []
+    with FastBroker() as kafka:
         n = 0
-        for rate in rates:
-            for mode in modes:
+        for run in range(args.runs):
+            for rate in rates:
+                for mode in modes:
+                    n += 1
+                    runs.append(dict(point(spark, kafka, mode, rate, args, n), run=run))
+        # the highest sustained rate: each mode climbs the ladder (one shorter run a rung) until it falls behind
+        climb = argparse.Namespace(**{**vars(args), "seconds": args.ladder_seconds})
+        for mode in modes:
+            for rate in [int(r) for r in args.ladder.split(",") if r]:
                 n += 1
-                points.append(point(spark, kafka, mode, rate, args, n))
+                rung = point(spark, kafka, mode, rate, climb, n)
+                ladder.append({k: v for k, v in rung.items() if k not in ("cdf", "timeline")})
+                if not rung["sustained"]:
+                    break
     spark.stop()
+    points = summarise(runs, rates, modes, ladder)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     data = {
         "command": shlex.join([".venv/bin/python", "benchmarks/latency/end_to_end.py", *sys.argv[1:]]),
@@ -412,7 +502,10 @@ def main() -> None:
         ),
         "warmup_s": args.warmup,
         "rates": rates,
+        "runs": args.runs,
         "points": points,
+        "ladder": ladder,
+        "every_run": [{k: v for k, v in r.items() if k not in ("cdf", "timeline")} for r in runs],
     }
     (out / "results.json").write_text(json.dumps(data, indent=1))
     report(out, data)

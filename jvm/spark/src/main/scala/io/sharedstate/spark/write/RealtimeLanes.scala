@@ -20,8 +20,9 @@ import scala.util.control.NonFatal
  *  - waiting fetches, on the inbox's prioritised channel (a lane per task thread): the reader takes a
  *    fetch before any queued flush, so it is registered before the commit that may answer it.
  *
- * Off, the task thread stages and commits itself and registers its fetches directly. A lane slot
- * that cannot be had (more than [[RealtimeLanes.MaxLanes]] at once) falls back to that direct path.
+ * Off, the task thread stages and commits itself and registers its fetches directly. Lanes are never
+ * removed: an updater past [[RealtimeLanes.MaxLanes]] open at once, or a fetching thread past the
+ * MaxLanes-th this JVM had, takes that direct path.
  */
 private[sharedstate] final class RealtimeLanes private (stateName: String) {
   import RealtimeLanes._

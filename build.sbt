@@ -56,8 +56,8 @@ lazy val core = (project in file("jvm/core"))
     Test / parallelExecution := false
   )
 
-// The conflict-free delivery lanes (Nova 4.2) and prioritised replies: Spark-free like core, kept in a
-// module of their own until the real-time path (issue 26) wires them into the plugin.
+// The conflict-free delivery lanes (Nova 4.2) and prioritised replies: Spark-free like core, in a module
+// of their own; the plugin's real-time path uses them (bundled into its assembly like core).
 lazy val delivery = (project in file("jvm/delivery"))
   .dependsOn(core % "compile->compile;test->test")
   .settings(
@@ -74,10 +74,10 @@ lazy val delivery = (project in file("jvm/delivery"))
 
 // Jars that go inside the assembly (shaded where they could clash with Spark's own jars).
 // Everything else is either provided by Spark or declared in the published pom (Delta).
-val bundledJarPrefixes = Seq("sharedstate-core")
+val bundledJarPrefixes = Seq("sharedstate-core", "sharedstate-delivery")
 
 lazy val spark = (project in file("jvm/spark"))
-  .dependsOn(core % "compile->compile;test->test")
+  .dependsOn(core % "compile->compile;test->test", delivery)
   .settings(
     name := "sharedstate-spark",
     libraryDependencies ++= Seq(
@@ -133,7 +133,7 @@ lazy val spark = (project in file("jvm/spark"))
         override def transform(n: Node): Seq[Node] = n match {
           case d: Elem
               if d.label == "dependency" &&
-                (d \ "artifactId").text.startsWith("sharedstate-core") => NodeSeq.Empty
+                bundledJarPrefixes.exists((d \ "artifactId").text.startsWith) => NodeSeq.Empty
           case other => other
         }
       }).transform(node).head

@@ -40,19 +40,22 @@ sys.path.insert(0, str(HERE.parents[1] / "python"))
 from pyspark.sql import functions as F  # noqa: E402
 
 import sharedstate as ss  # noqa: E402
-from sharedstate.testing.kafka import KafkaBroker  # noqa: E402
+from sharedstate.testing.kafka import KafkaBroker, kafka_libs  # noqa: E402
 
 UPDATE_JSON = "ad_id STRING, ts_us BIGINT, campaign STRING"
 VIEW_JSON = "event_id BIGINT, ad_id STRING, ts_us BIGINT"
-MODES = ("realtime", "continuous", "microbatch", "stream-stream")
+MODES = ("realtime", "realtime-lanes", "continuous", "microbatch", "stream-stream")
+LANES = "spark.sharedstate.realtime.deliveryLanes"
 ADS = 100
 
 
-def feed(bootstrap: str, updates: str, views: str, view_rate: int, update_rate: int, seconds: float, ready) -> dict:
+def feed(
+    bootstrap: str, updates: str, views: str, view_rate: int, update_rate: int, seconds: float, linger_ms: int, ready
+) -> dict:
     """Views at `view_rate`/s and updates at `update_rate`/s, event time = wall clock at send."""
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=1, batch_size=65536)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=linger_ms, batch_size=65536)
     ready.wait()
     start = time.time()
     sent_v = sent_u = 0
@@ -61,13 +64,15 @@ def feed(bootstrap: str, updates: str, views: str, view_rate: int, update_rate: 
         elapsed = now - start
         if elapsed >= seconds:
             break
-        now_us = int(now * 1e6)
+        # each record's event time is the wall clock just before its send
         while sent_u < elapsed * update_rate:
             ad = f"ad{sent_u % ADS}"
+            now_us = int(time.time() * 1e6)
             producer.send(updates, json.dumps({"ad_id": ad, "ts_us": now_us, "campaign": f"c{sent_u}"}).encode())
             sent_u += 1
         while sent_v < elapsed * view_rate:
             ad = f"ad{(sent_v * 7) % ADS}"
+            now_us = int(time.time() * 1e6)
             producer.send(views, json.dumps({"event_id": sent_v, "ad_id": ad, "ts_us": now_us}).encode())
             sent_v += 1
         time.sleep(0.001)
@@ -82,22 +87,30 @@ def feed(bootstrap: str, updates: str, views: str, view_rate: int, update_rate: 
 
 
 def read_topic(spark, bootstrap: str, topic: str, schema: str):
+    """The topic's records; `in_us` is the broker's append time (input topics use LogAppendTime)."""
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()
-        .select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
-        .select("r.*")
+        .select(
+            F.from_json(F.col("value").cast("string"), schema).alias("r"), F.unix_micros("timestamp").alias("in_us")
+        )
+        .select("r.*", "in_us")
         .withColumn("ts", F.timestamp_micros("ts_us"))
     )
 
 
+# The JVM's wall clock where a row passes (reflect is evaluated per row, in projection order).
+NOW_MS = "reflect('java.lang.System', 'currentTimeMillis')"
+
+
 def to_kafka(df, bootstrap: str, topic: str, checkpoint: Path):
+    stamps = [c for c in ("in_us", "read_ms", "fetched_ms") if c in df.columns]
     out = df.select(
         F.col("event_id").cast("string").alias("key"),
-        F.to_json(F.struct("event_id", "ts_us", "campaign")).alias("value"),
+        F.to_json(F.struct("event_id", "ts_us", "campaign", *stamps)).alias("value"),
     )
     return (
         out.writeStream.format("kafka")
@@ -130,7 +143,10 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
         )
         return [q]
     ss.State.create(spark, state, key="ad_id STRING", value="campaign STRING", partitions=4)
-    if mode == "realtime":
+    if mode.startswith("realtime"):
+        # realtime-lanes: the updater's flushes and the waiting fetches go through the delivery lanes
+        # (the setting is read when the updater is made and when the fetch is planned)
+        spark.conf.set(LANES, str(mode == "realtime-lanes").lower())
         writer = (
             updates.writeStream.foreach(ss.updater(spark, state, key="ad_id", time="ts", value="campaign"))
             .outputMode("update")
@@ -138,9 +154,16 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
             .option("checkpointLocation", str(work / "ck-u"))
             .start()
         )
-        enriched = views.withColumn("campaign", F.expr(f"sharedstate_fetch('{state}', ad_id, ts).campaign"))
+        # read_ms before the fetch, fetched_ms after it (it depends on the answer, so it is evaluated later)
+        enriched = views.select(
+            "*",
+            F.expr(NOW_MS).cast("long").alias("read_ms"),
+            F.expr(f"sharedstate_fetch('{state}', ad_id, ts).campaign").alias("campaign"),
+        ).withColumn("fetched_ms", F.expr(f"if(campaign is null, {NOW_MS}, {NOW_MS})").cast("long"))
         reader = to_kafka(enriched, bootstrap, topics["out"], work / "ck-v")
-        return [writer, reader.outputMode("update").trigger(realTime=args.epoch).start()]
+        queries = [writer, reader.outputMode("update").trigger(realTime=args.epoch).start()]
+        spark.conf.unset(LANES)
+        return queries
     sink = (
         updates.writeStream.format("sharedstate")
         .option("state", state)
@@ -162,20 +185,46 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
 def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
     name = f"lat{n}_{mode.replace('-', '_')}_{rate}"
     topics = {k: f"{name}-{k}" for k in ("updates", "views", "out")}
-    for t in topics.values():
-        kafka.create_topic(t, partitions=1)
+    for k, t in topics.items():
+        # the input topics stamp each record with the broker's append time: the breakdown's second clock
+        configs = {"message.timestamp.type": "LogAppendTime"} if k != "out" else None
+        kafka.create_topic(t, partitions=1, configs=configs)
     work = Path(args.work) / name
     queries = start(mode, spark, kafka.bootstrap, topics, name, work, args)
-    ctx = mp.get_context("spawn")
-    ready = ctx.Event()
-    reader_out, writer_out = ctx.Pipe(duplex=False)
-    feed_args = (kafka.bootstrap, topics["updates"], topics["views"], rate, args.update_rate, args.seconds)
-    feeder = ctx.Process(target=_feed_child, args=(*feed_args, ready, writer_out))
-    feeder.start()
-    live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
-    ready.set()
-    feeder.join()
-    sent = reader_out.recv()
+    if args.feeder == "java":
+        feeder = subprocess.Popen(
+            [
+                "java",
+                "-XX:+UseSerialGC",
+                "-Xmx256m",
+                "-cp",
+                str(kafka_libs() / "*"),
+                str(HERE / "Feeder.java"),
+                *map(str, (kafka.bootstrap, topics["updates"], topics["views"], rate, args.update_rate)),
+                *map(str, (args.seconds, args.linger_ms, ADS)),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if feeder.stdout.readline().strip() != "ready":
+            raise RuntimeError("the Java feeder did not start")
+        live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
+        feeder.stdin.write("go\n")
+        feeder.stdin.flush()
+        out, _ = feeder.communicate(timeout=args.seconds + 120)
+        sent = json.loads(out.strip().splitlines()[-1])
+    else:
+        ctx = mp.get_context("spawn")
+        ready = ctx.Event()
+        reader_out, writer_out = ctx.Pipe(duplex=False)
+        feed_args = (kafka.bootstrap, topics["updates"], topics["views"], rate, args.update_rate, args.seconds)
+        feeder = ctx.Process(target=_feed_child, args=(*feed_args, args.linger_ms, ready, writer_out))
+        feeder.start()
+        live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
+        ready.set()
+        feeder.join()
+        sent = reader_out.recv()
     deadline = time.time() + args.drain
     got = []
     while time.time() < deadline:
@@ -193,7 +242,7 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         v = json.loads(r.value)
         if v["event_id"] >= 0 and (first_ms is None or v["ts_us"] / 1000 < first_ms):
             first_ms = v["ts_us"] / 1000
-    seen, timeline = set(), []
+    seen, timeline, measured = set(), [], []
     for r in got:
         v = json.loads(r.value)
         if v["event_id"] in seen or v["event_id"] < 0:  # a copy, or a probe
@@ -203,6 +252,7 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         if since_ms >= args.warmup * 1000:
             lat.append(r.timestamp - v["ts_us"] / 1000)
             timeline.append((since_ms / 1000, lat[-1]))
+            measured.append((v, r.timestamp))
     timeline.sort()
     lat = np.array(sorted(lat))
     delivered = len(seen)
@@ -213,7 +263,6 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         "updates_sent": sent["updates"],
         "views_delivered": delivered,
         "measured": int(lat.size),
-        "sustained": delivered == sent["views"],
     }
     if lat.size:
         result.update({f"p{q}": float(np.percentile(lat, q)) for q in (50, 99, 99.9)})
@@ -221,8 +270,55 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         result["cdf"] = [float(x) for x in np.percentile(lat, np.linspace(0, 100, 201))]
         # latency over the run: the view's send time (s since the first view) and its latency, 1 in 50
         result["timeline"] = [[round(t, 3), round(ms, 1)] for t, ms in timeline[::50]]
+    offered = sent["views"] >= 0.9 * rate * args.seconds  # the feeder itself kept the rate
+    result["sustained"] = offered and sustained(delivered, sent["views"], timeline)
+    if measured and "read_ms" in measured[0][0]:
+        result["breakdown"] = breakdown(measured, kafka.consume(topics["updates"]))
     print(json.dumps({k: v for k, v in result.items() if k not in ("cdf", "timeline")}), flush=True)
     return result
+
+
+def sustained(delivered: int, sent: int, timeline: list) -> bool:
+    """The pipeline kept up with an offered rate: every view came out, and latency did not grow over the run (the last
+    third's median at most twice the first third's, plus 100 ms): a backlog grows it without bound."""
+    if delivered < sent or len(timeline) < 30:
+        return False
+    third = len(timeline) // 3
+    first = float(np.median([ms for _, ms in timeline[:third]]))
+    last = float(np.median([ms for _, ms in timeline[-third:]]))
+    return last <= 2 * first + 100
+
+
+STAGES = (
+    ("view: feeder -> broker", "send to the broker's append (producer batching, the feeder's own lag)"),
+    ("view: broker -> Spark task", "append to the real-time task's row (the Kafka source's poll)"),
+    ("view: fetch wait", "the row waits in sharedstate_fetch until U passes its time"),
+    ("view: fetch -> output record", "the answer to the Kafka sink's send (its record timestamp)"),
+    ("update: feeder -> broker", "the update that lets U pass the view: its send to its append"),
+    ("update: broker -> fetch wakes", "its append to the view's fetch answering (read, flush, commit, U)"),
+)
+
+
+def breakdown(measured: list, update_records: list) -> dict:
+    """Per stage of a view's path, p50/p99/p99.9 in ms, from the clocks the records carry: the view's
+    event time (feeder, at send), its broker append time, the JVM's clock before and after the fetch,
+    the output record's timestamp; and, for the update whose time first exceeds the view's (the one U
+    waits for), its event time and broker append time."""
+    ups = sorted((json.loads(r.value)["ts_us"], r.timestamp * 1000) for r in update_records)
+    up_ts = np.array([u[0] for u in ups])
+    stages = {name: [] for name, _ in STAGES}
+    for v, out_ms in measured:
+        ts_ms, in_ms = v["ts_us"] / 1000, v["in_us"] / 1000
+        stages["view: feeder -> broker"].append(in_ms - ts_ms)
+        stages["view: broker -> Spark task"].append(v["read_ms"] - in_ms)
+        stages["view: fetch wait"].append(v["fetched_ms"] - v["read_ms"])
+        stages["view: fetch -> output record"].append(out_ms - v["fetched_ms"])
+        i = int(np.searchsorted(up_ts, v["ts_us"], side="right"))
+        if i < len(ups):
+            u_ts, u_in = ups[i][0] / 1000, ups[i][1] / 1000
+            stages["update: feeder -> broker"].append(u_in - u_ts)
+            stages["update: broker -> fetch wakes"].append(v["fetched_ms"] - u_in)
+    return {name: {f"p{q}": float(np.percentile(xs, q)) for q in (50, 99, 99.9)} for name, xs in stages.items() if xs}
 
 
 def live(kafka, topics: dict, timeout: float) -> None:
@@ -243,20 +339,76 @@ def live(kafka, topics: dict, timeout: float) -> None:
     raise RuntimeError(f"no probe view came out of {topics['out']} within {timeout} s")
 
 
-def _feed_child(bootstrap, updates, views, rate, update_rate, seconds, ready, out):
-    out.send(feed(bootstrap, updates, views, rate, update_rate, seconds, ready))
+def _feed_child(bootstrap, updates, views, rate, update_rate, seconds, linger_ms, ready, out):
+    out.send(feed(bootstrap, updates, views, rate, update_rate, seconds, linger_ms, ready))
+
+
+class FastBroker(KafkaBroker):
+    """The test broker with the JVM of a long-running one: full JIT (the test broker stops at C1 for a
+    fast start) and a larger heap, so its appends do not add their own stalls to the latency."""
+
+    def __init__(self):
+        super().__init__(heap="1g")
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return [a for a in super()._java(main, *args) if a != "-XX:TieredStopAtLevel=1"]
+
+
+def summarise(runs: list, rates: list, modes: list, ladder: list) -> list:
+    """Per rate and mode: the medians over the runs, the p99 spread, the median run's CDF and breakdown,
+    and the highest sustained rate (the rates of the runs and of the ladder it kept up with)."""
+    points = []
+    for rate in rates:
+        for mode in modes:
+            rs = sorted((r for r in runs if r["rate"] == rate and r["mode"] == mode), key=lambda r: r.get("p99", 1e12))
+            median = rs[len(rs) // 2]
+            point = {k: median[k] for k in ("mode", "rate", "cdf", "timeline", "breakdown") if k in median}
+            for k in ("p50", "p99", "p99.9", "max"):
+                xs = [r[k] for r in rs if k in r]
+                if xs:
+                    point[k] = float(np.median(xs))
+                    point[f"{k}_min"], point[f"{k}_max"] = min(xs), max(xs)
+            point["views_sent"] = sum(r["views_sent"] for r in rs)
+            point["views_delivered"] = sum(r["views_delivered"] for r in rs)
+            point["sustained"] = all(r["sustained"] for r in rs)
+            points.append(point)
+    for mode in modes:
+        kept = [r["rate"] for r in runs if r["mode"] == mode and r["sustained"]]
+        kept += [r["rate"] for r in ladder if r["mode"] == mode and r["sustained"]]
+        for point in points:
+            if point["mode"] == mode:
+                point["highest_sustained"] = max(kept) if kept else None
+    return points
 
 
 def report(out: Path, data: dict) -> None:
     rows = [
-        "| events/s | mode | p50 ms | p99 ms | p99.9 ms | max ms | delivered / sent |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| events/s | mode | p50 ms | p99 ms (min-max) | p99.9 ms | max ms | delivered / sent | highest sustained |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in data["points"]:
         ms = [f"{r[k]:,.1f}" if k in r else "-" for k in ("p50", "p99", "p99.9", "max")]
+        if "p99" in r:
+            ms[1] += f" ({r['p99_min']:,.1f}-{r['p99_max']:,.1f})"
+        top = f"{r['highest_sustained']:,}/s" if r.get("highest_sustained") else "-"
         rows.append(
-            f"| {r['rate']:,} | {r['mode']} | {' | '.join(ms)} | {r['views_delivered']:,} / {r['views_sent']:,} |"
+            f"| {r['rate']:,} | {r['mode']} | {' | '.join(ms)} | {r['views_delivered']:,} / {r['views_sent']:,} "
+            f"| {top} |"
         )
+    rows += ["", "Where a real-time view's time goes (the median run's, ms):", ""]
+    for r in data["points"]:
+        if "breakdown" in r:
+            rows += [
+                f"{r['rate']:,} views/s, {r['mode']}:",
+                "",
+                "| stage | p50 | p99 | p99.9 |",
+                "| --- | --- | --- | --- |",
+            ]
+            rows += [
+                f"| {stage} | {v['p50']:.1f} | {v['p99']:.1f} | {v['p99.9']:.1f} |"
+                for stage, v in r["breakdown"].items()
+            ]
+            rows.append("")
     head = [
         "# End-to-end latency: view into Kafka -> enriched view readable in Kafka",
         "",
@@ -266,7 +418,10 @@ def report(out: Path, data: dict) -> None:
         "",
         "Latency = the output record's Kafka timestamp minus the view's event time (the feeder's wall clock "
         f"when it sent the view), after {data['warmup_s']} s of warm-up, every view once (the first copy). "
-        "The feed starts once the queries answered a probe view.",
+        "The feed starts once the queries answered a probe view. Each point ran "
+        f"{data['runs']} times: medians over the runs, the p99's spread in brackets. Highest sustained: the "
+        "highest rate (of these and of a ladder of shorter runs) at which every view came out and the "
+        "latency did not grow over the run.",
         "",
     ]
     (out / "table.md").write_text("\n".join(head + rows) + "\n")
@@ -306,6 +461,11 @@ def main() -> None:
     p.add_argument("--batch", default="100 milliseconds", help="micro-batch trigger")
     p.add_argument("--range-ms", type=int, default=2000, help="stream-stream join: update range")
     p.add_argument("--master", default="local[4]")
+    p.add_argument("--linger-ms", type=int, default=0, help="the feeder's producer linger.ms")
+    p.add_argument("--feeder", choices=("java", "python"), default="java", help="Feeder.java or kafka-python")
+    p.add_argument("--runs", type=int, default=3, help="runs of every point: medians and spread")
+    p.add_argument("--ladder", default="20000,40000,80000", help="rates above --rates for the highest sustained rate")
+    p.add_argument("--ladder-seconds", type=float, default=15)
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -313,14 +473,25 @@ def main() -> None:
     modes = args.modes.split(",")
     spark = ss.session("latency", master=args.master, kafka=True, **{"spark.sql.shuffle.partitions": "2"})
     spark.sparkContext.setLogLevel("ERROR")
-    points = []
-    with KafkaBroker() as kafka:
+    runs, ladder = [], []
+    with FastBroker() as kafka:
         n = 0
-        for rate in rates:
-            for mode in modes:
+        for run in range(args.runs):
+            for rate in rates:
+                for mode in modes:
+                    n += 1
+                    runs.append(dict(point(spark, kafka, mode, rate, args, n), run=run))
+        # the highest sustained rate: each mode climbs the ladder (one shorter run a rung) until it falls behind
+        climb = argparse.Namespace(**{**vars(args), "seconds": args.ladder_seconds})
+        for mode in modes:
+            for rate in [int(r) for r in args.ladder.split(",") if r]:
                 n += 1
-                points.append(point(spark, kafka, mode, rate, args, n))
+                rung = point(spark, kafka, mode, rate, climb, n)
+                ladder.append({k: v for k, v in rung.items() if k not in ("cdf", "timeline")})
+                if not rung["sustained"]:
+                    break
     spark.stop()
+    points = summarise(runs, rates, modes, ladder)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     data = {
         "command": shlex.join([".venv/bin/python", "benchmarks/latency/end_to_end.py", *sys.argv[1:]]),
@@ -332,7 +503,10 @@ def main() -> None:
         ),
         "warmup_s": args.warmup,
         "rates": rates,
+        "runs": args.runs,
         "points": points,
+        "ladder": ladder,
+        "every_run": [{k: v for k, v in r.items() if k not in ("cdf", "timeline")} for r in runs],
     }
     (out / "results.json").write_text(json.dumps(data, indent=1))
     report(out, data)

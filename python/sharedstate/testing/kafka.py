@@ -282,14 +282,17 @@ class KafkaBroker:
 
     # --- clients ---------------------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Creates a topic (one replica) and waits until the broker leads all its partitions."""
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        """Creates a topic (one replica, with the topic `configs` given) and waits until the broker leads
+        all its partitions."""
         from kafka import KafkaAdminClient
         from kafka.admin import NewTopic
 
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
         try:
-            admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])
+            admin.create_topics(
+                [NewTopic(name, num_partitions=partitions, replication_factor=1, topic_configs=configs or {})]
+            )
         finally:
             admin.close()
         deadline = time.monotonic() + 30

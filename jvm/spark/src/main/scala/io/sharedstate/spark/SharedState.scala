@@ -125,8 +125,14 @@ object SharedState {
     val state = Coordinator.get.state(name)
     RealtimeUpdater.checkOptions(name, all)
     QueryLifecycleListener.ensure(spark) // pauses the partition writers when the query stops
-    new RealtimeUpdater(name, all, SharedStateConf.RealtimeFlushInterval.read(spark), state.incarnation,
-      DurableStates.target(name))
+    new RealtimeUpdater(
+      name,
+      all,
+      SharedStateConf.RealtimeFlushInterval.read(spark),
+      state.incarnation,
+      DurableStates.target(name),
+      SharedStateConf.RealtimeDeliveryLanes.read(spark)
+    )
   }
 
 }

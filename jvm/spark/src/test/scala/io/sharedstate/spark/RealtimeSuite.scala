@@ -72,7 +72,24 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("a real-time updater commits within the epoch, one writer per partition; a real-time fetch waits for U") {
-    val state = SharedState.create(spark, "rt_campaigns", key = "ad_id STRING", value = "campaign STRING")
+    commitsAndWaits("rt_campaigns", lanes = false)
+  }
+
+  test("the same through the delivery lanes: flushes and waiting fetches go to the State's reader thread") {
+    commitsAndWaits("rt_campaigns_lanes", lanes = true)
+  }
+
+  private def commitsAndWaits(name: String, lanes: Boolean): Unit = {
+    spark.conf.set("spark.sharedstate.realtime.deliveryLanes", lanes.toString)
+    try commitsAndWaitsWith(name)
+    finally spark.conf.unset("spark.sharedstate.realtime.deliveryLanes")
+    val readers = Thread.getAllStackTraces.keySet.asScala.map(_.getName)
+    assert(readers.contains(s"sharedstate-delivery-$name") == lanes, readers.filter(_.startsWith("sharedstate")))
+  }
+
+  private def commitsAndWaitsWith(name: String): Unit = {
+    RealtimeSuite.rows.clear()
+    val state = SharedState.create(spark, name, key = "ad_id STRING", value = "campaign STRING")
     val (updates, writer) = updater(state.name, partitions = 2)
     updates.addData(0, Seq(("a", ts(10), "c1"), ("a", ts(30), "c3")))
     updates.addData(1, Seq(("b", ts(14), "c2"), ("b", ts(40), "c4")))
@@ -95,7 +112,7 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     val reader = views.toDF().toDF("id", "ad_id", "ts")
       .selectExpr("id", s"sharedstate_fetch('${state.name}', ad_id, ts).campaign AS campaign")
       .writeStream.foreach(RealtimeSuite.Collect).outputMode("update").trigger(Trigger.RealTime("5 seconds"))
-      .option("checkpointLocation", s"$dir/ck-views").start()
+      .option("checkpointLocation", s"$dir/ck-views-$name").start()
     views.addData(Seq((1L, "a", ts(12)), (2L, "b", ts(20)), (3L, "a", ts(50))))
     waitFor("the views U has passed")(RealtimeSuite.rows.size == 2)
     updates.addData(0, Seq(("a", ts(60), "c7"))) // partition 0 at 59 s, partition 1 still at 45 s: U = 45 s

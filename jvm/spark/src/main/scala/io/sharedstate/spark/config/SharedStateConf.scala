@@ -124,6 +124,18 @@ private[sharedstate] object SharedStateConf {
     ms
   })
 
+  /**
+   * Sends real-time updaters' flushes and waiting fetches through Nova's conflict-free delivery lanes
+   * to one reader thread per State and JVM (fetches first), instead of committing on the task thread.
+   */
+  val RealtimeDeliveryLanes: Entry[Boolean] = Entry("spark.sharedstate.realtime.deliveryLanes", "false",
+    "real-time flushes and fetches through the delivery lanes")((key, text) =>
+    text.toLowerCase match {
+      case "true" => true
+      case "false" => false
+      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+    })
+
   val All: Seq[Entry[_]] = Seq(
     Root,
     SnapshotInterval,
@@ -137,6 +149,7 @@ private[sharedstate] object SharedStateConf {
     StateStorePublish,
     RebalanceOnExecutorAdded,
     RealtimeFetchTimeout,
-    RealtimeFlushInterval
+    RealtimeFlushInterval,
+    RealtimeDeliveryLanes
   )
 }

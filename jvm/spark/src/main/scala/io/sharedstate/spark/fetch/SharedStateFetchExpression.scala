@@ -3,6 +3,7 @@ package io.sharedstate.spark.fetch
 import io.sharedstate.spark.cluster.{Incarnations, StateClient}
 import io.sharedstate.spark.config.{Intervals, SharedStateConf}
 import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
+import io.sharedstate.spark.write.RealtimeLanes
 
 import io.sharedstate.core.{EventTime, FetchAnswer, SharedStateException}
 import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
@@ -30,7 +31,7 @@ import org.apache.spark.sql.types.{DataType, StructType, TimestampType}
  */
 private[sharedstate] final case class SharedStateFetchExpression(stateName: String, key: Expression, time: Expression,
     rule: FetchJoinRule = FetchJoinRule.Latest, mode: ReadMode = ReadMode.Committed, incarnation: Long = -1L,
-    waitMs: Long = 0L)
+    waitMs: Long = 0L, deliveryLanes: Boolean = false)
     extends BinaryExpression with CodegenFallback {
 
   @transient private lazy val client = StateClient.of(stateName)
@@ -91,7 +92,7 @@ private[sharedstate] final case class SharedStateFetchExpression(stateName: Stri
 
   // The owner answers an asynchronous fetch when U passes its time (as for a continuous fetch join).
   private def answerWhenFinal(request: FetchRequest, micros: Long): Any = {
-    val pending = client.fetchAsync(request)
+    val pending = if (deliveryLanes) RealtimeLanes.of(stateName).fetchAsync(request) else client.fetchAsync(request)
     val answer =
       try pending.get(waitMs, TimeUnit.MILLISECONDS)
       catch {
@@ -138,7 +139,8 @@ private[sharedstate] object SharedStateFetchExpression {
       .map(s => ReadMode.Uncommitted(Intervals.parseMicros("staleness", s))).getOrElse(ReadMode.Committed)
     val waitMs = SparkSession.getActiveSession.map(SharedStateConf.RealtimeFetchTimeout.read)
       .getOrElse(SharedStateConf.RealtimeFetchTimeout.fromText(SharedStateConf.RealtimeFetchTimeout.default))
-    SharedStateFetchExpression(name, args(1), args(2), rule, mode, client.incarnation, waitMs)
+    val lanes = SparkSession.getActiveSession.exists(SharedStateConf.RealtimeDeliveryLanes.read)
+    SharedStateFetchExpression(name, args(1), args(2), rule, mode, client.incarnation, waitMs, lanes)
   }
 
   private def literal(e: Expression, what: String): Option[String] =

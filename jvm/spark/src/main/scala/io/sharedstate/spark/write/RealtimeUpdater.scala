@@ -5,7 +5,8 @@ import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.durable.ChangelogTarget
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, SharedStateException, UpdateBatch}
-import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
+import io.sharedstate.delivery.Lane
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{ForeachWriter, Row}
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
@@ -30,7 +31,8 @@ private[sharedstate] final class RealtimeUpdater(
     options: Map[String, String],
     flushIntervalMs: Long,
     incarnation: Long,
-    changelog: Option[ChangelogTarget])
+    changelog: Option[ChangelogTarget],
+    deliveryLanes: Boolean = false)
     extends ForeachWriter[Row] {
 
   @transient private var partition: Int = -1
@@ -40,7 +42,10 @@ private[sharedstate] final class RealtimeUpdater(
   @transient private var read: Long = 0L
   @transient private var batch: UpdateBatch = _
   @transient private var watermark: Long = EventTime.MinusInfinity
-  @transient private var lastFlushMs: Long = 0L
+  // When the batch's oldest row was staged: it waits at most flushIntervalMs from then to be committed.
+  @transient private var firstStagedMs: Long = 0L
+  // With delivery lanes on: this updater's lane to the State's reader thread, which commits for it.
+  @transient private var lane: Lane[RealtimeLanes.Message] = _
   @transient private var bound: RealtimeUpdater.Bound = _
   @transient private var latestAllowed: Long = Long.MaxValue
   // An error of a commit the flusher thread made: this task fails with it at its next row or at close.
@@ -59,7 +64,7 @@ private[sharedstate] final class RealtimeUpdater(
     skip = RealtimeWriters.rowsApplied(epoch, last)
     read = 0L
     batch = new UpdateBatch
-    lastFlushMs = System.currentTimeMillis()
+    lane = if (deliveryLanes) RealtimeLanes.of(stateName).flushLane().orNull else null
     RealtimeUpdater.Flusher.add(this, flushIntervalMs)
     true
   }
@@ -79,6 +84,7 @@ private[sharedstate] final class RealtimeUpdater(
       watermark = math.max(watermark, internal.getLong(o.timeOrdinal) - o.latenessMicros)
     read += 1
     if (read > skip) {
+      if (batch.size + batch.rejectedCount == 0) firstStagedMs = System.currentTimeMillis()
       val value = bound.binder.valueBytes(internal)
       if (bound.binder.keyHasNull(internal)) {
         val time =
@@ -92,31 +98,49 @@ private[sharedstate] final class RealtimeUpdater(
         batch.reject(RejectedUpdate(bound.binder.keyBytes(internal), internal.getLong(o.timeOrdinal), value,
             RejectedUpdate.AheadOfClock, writer, epoch, EventTime.MinusInfinity))
       } else batch.add(bound.binder.keyBytes(internal), internal.getLong(o.timeOrdinal), value)
-      if (System.currentTimeMillis() - lastFlushMs >= flushIntervalMs) flush()
+      if (due) flush()
     }
   }
 
   override def close(errorOrNull: Throwable): Unit = {
     RealtimeUpdater.Flusher.remove(this)
+    try {
+      // A failed task commits nothing more: the epoch's replay starts after its last committed sub-epoch.
+      if (failed == null && errorOrNull == null && writer != null) synchronized(flush())
+    } finally synchronized {
+        // Flushes still in the lane commit before the task ends, failed or not: a replay must see them.
+        if (lane != null) {
+          val done = new CompletableFuture[Void]()
+          lane.send(RealtimeLanes.Drain(done))
+          done.get()
+          RealtimeLanes.of(stateName).release(lane)
+          lane = null
+        }
+      }
     if (failed != null) throw failed
-    // A failed task commits nothing more: the epoch's replay starts after its last committed sub-epoch.
-    if (errorOrNull == null && writer != null) synchronized(flush())
   }
 
-  /** The flusher's tick: commits what waited at least one interval. */
-  private[write] def flushIfDue(): Unit = synchronized {
-    if (batch != null && System.currentTimeMillis() - lastFlushMs >= flushIntervalMs) flush()
-  }
+  private def due: Boolean =
+    batch != null && batch.size + batch.rejectedCount > 0 && System.currentTimeMillis() - firstStagedMs >= flushIntervalMs
 
-  // Stages the rows read since the last commit and commits them as the sub-epoch ending at `read`.
+  /** The flusher's tick: commits the batch once its oldest row waited an interval. */
+  private[write] def flushIfDue(): Unit = synchronized(if (due) flush())
+
+  // Commits the rows read since the last commit as the sub-epoch ending at `read`: here, or through
+  // the lane by the State's reader thread (in order with this updater's earlier flushes).
   private def flush(): Unit = {
-    lastFlushMs = System.currentTimeMillis()
     if (batch.size + batch.rejectedCount == 0) return
     val sub = RealtimeWriters.subEpoch(epoch, read)
-    val files = changelog.map(_.writeTask(writer, sub, partition, batch)).getOrElse(Nil)
-    StateClient.of(stateName).stage(writer, sub, partition, batch)
-    StateAccess.get.askDriver(RealtimeWriters.Commit.of(stateName, writer, sub, watermark, files))
+    if (lane != null) lane.send(RealtimeLanes.Flush(this, sub, batch, watermark))
+    else commit(sub, batch, watermark)
     batch = new UpdateBatch
+  }
+
+  /** Stages `rows` and commits them as sub-epoch `sub` of this partition's writer. */
+  private[write] def commit(sub: Long, rows: UpdateBatch, mark: Long): Unit = {
+    val files = changelog.map(_.writeTask(writer, sub, partition, rows)).getOrElse(Nil)
+    StateClient.of(stateName).stage(writer, sub, partition, rows)
+    StateAccess.get.askDriver(RealtimeWriters.Commit.of(stateName, writer, sub, mark, files))
   }
 }
 
@@ -157,11 +181,13 @@ private[sharedstate] object RealtimeUpdater {
       val t = new Thread(r, "sharedstate-realtime-flush"); t.setDaemon(true); t
     }
 
+    // Ticks at a quarter of the shortest interval (1 ms at least): a row waits its interval, plus a quarter.
     def add(u: RealtimeUpdater, intervalMs: Long): Unit = synchronized {
       open.add(u)
-      if (intervalMs < tickMs) {
-        tickMs = intervalMs
-        ticker.scheduleWithFixedDelay(() => tick(), intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+      val every = math.max(1L, intervalMs / 4)
+      if (every < tickMs) {
+        tickMs = every
+        ticker.scheduleWithFixedDelay(() => tick(), every, every, TimeUnit.MILLISECONDS)
       }
     }
 

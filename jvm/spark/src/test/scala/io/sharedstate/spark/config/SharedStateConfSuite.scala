@@ -18,6 +18,8 @@ class SharedStateConfSuite extends AnyFunSuite {
     assert(SharedStateConf.HostWaitTimeout.read(conf) == 60000L)
     assert(!SharedStateConf.StateStorePublish.read(conf))
     assert(SharedStateConf.RebalanceOnExecutorAdded.read(conf))
+    assert(SharedStateConf.RealtimeFlushInterval.read(conf) == 5L)
+    assert(!SharedStateConf.RealtimeDeliveryLanes.read(conf))
   }
 
   test("set values are read; 0 turns the periodic work off") {
@@ -38,7 +40,8 @@ class SharedStateConfSuite extends AnyFunSuite {
         (SharedStateConf.OwnerLease, "soon", "interval"),
         (SharedStateConf.Executors, "-2", ">= 1"),
         (SharedStateConf.HostWaitTimeout, "a while", "duration"),
-        (SharedStateConf.StateStorePublish, "yes", "true or false")
+        (SharedStateConf.StateStorePublish, "yes", "true or false"),
+        (SharedStateConf.RealtimeDeliveryLanes, "on", "true or false")
       )) {
       val e = intercept[SharedStateException](entry.fromText(bad))
       assert(e.getMessage.contains(entry.key) && e.getMessage.contains(says), e.getMessage)

@@ -1,0 +1,110 @@
+package io.sharedstate.spark.write
+
+import io.sharedstate.spark.cluster.StateClient
+
+import io.sharedstate.core.FetchAnswer
+import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.delivery.{Inbox, Lane}
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, TimeUnit}
+import java.util.concurrent.atomic.AtomicInteger
+import scala.util.control.NonFatal
+
+/**
+ * Nova's conflict-free delivery (jvm/delivery, section 4.2) on the real-time path of one JVM, for one
+ * State (`spark.sharedstate.realtime.deliveryLanes`). One reader thread applies what the State's
+ * real-time tasks send it:
+ *
+ *  - flushes of the updaters, each updater on a lane of its own (single writer: the updater sends under
+ *    its lock), so a partition writer's sub-epochs are committed in the order it made them, while the
+ *    task goes on reading rows instead of waiting for the commit;
+ *  - waiting fetches, on the inbox's prioritised channel (a lane per task thread): the reader takes a
+ *    fetch before any queued flush, so it is registered before the commit that may answer it.
+ *
+ * Off, the task thread stages and commits itself and registers its fetches directly. Lanes are never
+ * removed: an updater past [[RealtimeLanes.MaxLanes]] open at once, or a fetching thread past the
+ * MaxLanes-th this JVM had, takes that direct path.
+ */
+private[sharedstate] final class RealtimeLanes private (stateName: String) {
+  import RealtimeLanes._
+
+  private val inbox = new Inbox[Message](MaxLanes, MaxLanes, LaneCapacity)
+  private val freeFlushLanes = new ConcurrentLinkedQueue[Integer]()
+  private val nextFlushLane = new AtomicInteger()
+  private val nextFetchLane = new AtomicInteger()
+  private val fetchLane = ThreadLocal.withInitial[Option[Lane[Message]]] { () =>
+    val id = nextFetchLane.getAndIncrement()
+    if (id < MaxLanes) Some(inbox.replyLane(id)) else None
+  }
+
+  private val reader = {
+    val t = new Thread(() => run(), s"sharedstate-delivery-$stateName")
+    t.setDaemon(true)
+    t.start()
+    t
+  }
+
+  /** A lane for one updater until it gives it back; None if every slot is taken. */
+  def flushLane(): Option[Lane[Message]] = {
+    val free = freeFlushLanes.poll()
+    val id: Int = if (free != null) free.intValue else nextFlushLane.getAndIncrement()
+    if (id < MaxLanes) Some(inbox.inputLane(id)) else None
+  }
+
+  /** Gives a lane back once its updater waited for its last message ([[Drain]]). */
+  def release(lane: Lane[Message]): Unit = freeFlushLanes.add(lane.id)
+
+  /** The answer once U passes the request's time, registered by the reader ahead of queued flushes. */
+  def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = {
+    val answer = new CompletableFuture[FetchAnswer]()
+    fetchLane.get() match {
+      case Some(lane) => lane.send(Fetch(request, answer))
+      case None => StateClient.of(stateName).fetchAsync(request).whenComplete { (a, e) =>
+          if (e != null) answer.completeExceptionally(e) else answer.complete(a)
+        }
+    }
+    answer
+  }
+
+  private def run(): Unit = while (true) {
+    inbox.take(1, TimeUnit.SECONDS) match {
+      case null =>
+      case Fetch(request, answer) =>
+        try StateClient.of(stateName).fetchAsync(request).whenComplete { (a, e) =>
+            if (e != null) answer.completeExceptionally(e) else answer.complete(a)
+          }
+        catch { case NonFatal(e) => answer.completeExceptionally(e) }
+      case Flush(updater, sub, batch, watermark) =>
+        // A failed commit fails the task at its next row or at close; later flushes of it are skipped.
+        if (updater.failed == null) {
+          try updater.commit(sub, batch, watermark)
+          catch { case NonFatal(e) => updater.failed = e }
+        }
+      case Drain(done) => done.complete(null)
+    }
+  }
+
+  override def toString: String = s"RealtimeLanes($stateName, ${reader.getName})"
+}
+
+private[sharedstate] object RealtimeLanes {
+
+  /** Lanes of each kind per State and JVM (real-time tasks of one State at once). */
+  val MaxLanes = 64
+  private val LaneCapacity = 1024
+
+  sealed trait Message
+
+  /** Stage and commit `batch` as sub-epoch `sub` of the updater's partition writer. */
+  final case class Flush(updater: RealtimeUpdater, sub: Long, batch: io.sharedstate.core.UpdateBatch, watermark: Long)
+      extends Message
+
+  /** Every message sent before it on the same lane was applied. */
+  final case class Drain(done: CompletableFuture[Void]) extends Message
+
+  final case class Fetch(request: FetchRequest, answer: CompletableFuture[FetchAnswer]) extends Message
+
+  private val byState = new ConcurrentHashMap[String, RealtimeLanes]()
+
+  /** The State's lanes in this JVM, with their reader thread started on first use. */
+  def of(stateName: String): RealtimeLanes = byState.computeIfAbsent(stateName, n => new RealtimeLanes(n))
+}

@@ -18,7 +18,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore bench-partial clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -112,6 +112,13 @@ STATESTORE_OUT ?= benchmarks/results/statestore
 STATESTORE_ARGS ?=
 bench-statestore: jar
 	$(PY) benchmarks/statestore/compare_providers.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
+
+# Partial States (benchmarks/partial: fraud detection and online learning at 1 and 2 writer partitions
+# beside a Spark foreachBatch peer): three runs, medians into benchmarks/results/partial.
+PARTIAL_OUT ?= benchmarks/results/partial
+PARTIAL_ARGS ?=
+bench-partial: jar
+	$(PY) benchmarks/partial/run.py --out $(PARTIAL_OUT) --runs 3 $(PARTIAL_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

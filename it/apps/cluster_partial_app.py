@@ -5,18 +5,25 @@ are scored with the merged model (read-committed fetch join, streaming) and, in 
 each instance (scope local, every event in each of the two partitions). Records what they produced;
 it/test_cluster_partial.py checks it against the sequential oracle.
 
-usage: cluster_partial_app.py OUT_DIR SEED
+With `kill`, the State is durable (a root under OUT_DIR) and the application kills (SIGKILL) the
+executor JVM hosting State partition 0 once the trainer has committed a few micro-batches: Spark
+retries the lost tasks, the State's partitions are rebuilt on a live executor from the changelog,
+and both streams go on.
+
+usage: cluster_partial_app.py OUT_DIR SEED [kill]
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from app_support import cluster_session, finish, key_partitions, save
+from app_support import cluster_session, executor_pid, finish, key_partitions, save
 from sharedstate.testing.adcamp import write_batches
 from sharedstate.testing.learning import EVENT_SCHEMA, EXAMPLE_SCHEMA, LR, make_learning
 from sharedstate.testing.streams import check_running, drained, wait_until
@@ -24,7 +31,9 @@ from sharedstate.testing.streams import check_running, drained, wait_until
 TASKS = 2
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
-spark = cluster_session("sharedstate-cluster-partial-it", **{"spark.sql.shuffle.partitions": "2"})
+kill = sys.argv[3:] == ["kill"]
+durable = {"spark.sharedstate.root": str(out / "root"), "spark.sharedstate.snapshot.interval": "0"} if kill else {}
+spark = cluster_session("sharedstate-cluster-partial-it", **{"spark.sql.shuffle.partitions": "2", **durable})
 records: dict = {"app_id": spark.sparkContext.applicationId}
 
 work = make_learning(seed, models=6)
@@ -64,6 +73,21 @@ def all_scored() -> bool:
     return spark.table("scored").count() >= len(work.events)
 
 
+if kill:
+
+    def trained_a_few() -> bool:
+        check_running(trainer, scorer)
+        return trainer.lastProgress is not None and trainer.lastProgress["batchId"] >= 3
+
+    wait_until(trained_a_few, 600, "three trainer micro-batches", interval=0.2)
+    victim = records["hosts"][0]
+    os.kill(executor_pid(records["app_id"], victim), signal.SIGKILL)
+    records["killed"] = {
+        "executor": victim,
+        "trainer_batch": trainer.lastProgress["batchId"],
+        "trainer_batches": len(work.example_batches),
+        "scored": spark.table("scored").count(),
+    }
 wait_until(all_scored, 900, "every event scored", interval=1.0)
 drained(scorer, timeout=300)
 drained(trainer, timeout=300)
@@ -81,5 +105,6 @@ local = model.fetch_join(tagged, key="model", time="ts", scope="local").select("
 save(out, "local", local.toPandas())
 save(out, "key_partitions", key_partitions(model, "model"))
 records["updates_rejected"] = model.progress()["updates_rejected"]
+records["described"] = model.describe()
 finish(out, records, "CLUSTER-PARTIAL-APP-OK")
 spark.stop()

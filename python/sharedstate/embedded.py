@@ -140,8 +140,15 @@ class Engine:
         lateness: str = "reject",
         memory_limit_bytes: int = 0,
         fetch_rules: list[str] | None = None,
+        partial: str | None = None,
+        writer: str = "embedded",
     ) -> EmbeddedState:
-        """Creates a State (or opens the identical existing one). Schemas are DDL: "ad_id STRING"."""
+        """Creates a State (or opens the identical existing one). Schemas are DDL: "ad_id STRING".
+
+        With `partial` (a merge: "sum", "min", "max", "union", "class:..." ; docs/partial-state.md)
+        the State is partial with one instance per writer, as `instances="query"` on Spark: this
+        handle writes the instance of `writer`, `state(name, writer=...)` opens another writer's,
+        and fetches read every instance merged."""
         java_state = self._call(
             self._api.create,
             name,
@@ -153,11 +160,14 @@ class Engine:
             lateness,
             memory_limit_bytes,
             ",".join(fetch_rules or []),
+            partial or "",
+            writer,
         )
         return EmbeddedState(self, java_state)
 
-    def state(self, name: str) -> EmbeddedState:
-        return EmbeddedState(self, self._call(self._api.open, name))
+    def state(self, name: str, writer: str = "embedded") -> EmbeddedState:
+        """The State `name`, written as `writer` (on a partial State, each writer is its own instance)."""
+        return EmbeddedState(self, self._call(self._api.open, name, writer))
 
     def drop(self, name: str) -> bool:
         return bool(self._api.drop(name))
@@ -185,6 +195,12 @@ class EmbeddedState:
     @property
     def name(self) -> str:
         return str(self._j.name())
+
+    @property
+    def instance(self) -> int | None:
+        """This writer's instance of a partial State; None when the State is not partial."""
+        i = int(self._j.instance())
+        return None if i < 0 else i
 
     # ---- encoding ----
 

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import sharedstate as ss
+from sharedstate.demos.streaming import file_stream, state_sink
 from sharedstate.testing.adcamp import write_batches
 from sharedstate.testing.cf import ITEMS, RATING_SCHEMA, Ratings, make_ratings, recommendations_oracle
 from sharedstate.testing.streams import check_running, drained, wait_until
@@ -38,19 +39,10 @@ def run(spark: SparkSession, work: Ratings, workdir: Path, partitions: int = 2, 
     lateness = f"{work.lateness_s} seconds"
 
     def ratings() -> DataFrame:
-        return spark.readStream.schema(RATING_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(workdir / "ratings"))
+        return file_stream(spark, RATING_SCHEMA, workdir / "ratings")
 
     def sink(df: DataFrame, state: str, key: str, ck: str):
-        return (
-            df.writeStream.format("sharedstate")
-            .option("state", state)
-            .option("key", key)
-            .option("time", "ts")
-            .option("lateness", lateness)
-            .option("checkpointLocation", str(workdir / ck))
-            .trigger(processingTime="300 milliseconds")
-            .start()
-        )
+        return state_sink(df, state, key, lateness, workdir / ck)
 
     q_users = sink(ratings().select("user", "ts", F.array("item").alias("items")), users_name, "user", "ck-users")
     # each rating with its user's items at its time (itself included): row i += e_j, row j += e_i

@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import sharedstate as ss
+from sharedstate.demos.streaming import TRIGGER, file_stream, state_sink
 from sharedstate.testing.adcamp import write_batches
 from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA, Fraud, fraud_oracle, make_fraud
 from sharedstate.testing.streams import check_running, drained, wait_until
@@ -45,19 +46,10 @@ def run(spark: SparkSession, work: Fraud, workdir: Path, partitions: int, prefix
     lateness = f"{work.lateness_s} seconds"
 
     def stream(schema: str, name: str):
-        return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(workdir / name))
+        return file_stream(spark, schema, workdir / name)
 
     def sink(df, state: str, key: str, ck: str):
-        return (
-            df.writeStream.format("sharedstate")
-            .option("state", state)
-            .option("key", key)
-            .option("time", "ts")
-            .option("lateness", lateness)
-            .option("checkpointLocation", str(workdir / ck))
-            .trigger(processingTime="300 milliseconds")
-            .start()
-        )
+        return state_sink(df, state, key, lateness, workdir / ck)
 
     # 1. each writer task adds its transactions to its own instance of the total
     adds = stream(TX_SCHEMA, "tx").repartition(partitions, "tx_id")
@@ -81,7 +73,7 @@ def run(spark: SparkSession, work: Fraud, workdir: Path, partitions: int, prefix
         checked.writeStream.format("memory")
         .queryName(out)
         .option("checkpointLocation", str(workdir / "ck-checked"))
-        .trigger(processingTime="300 milliseconds")
+        .trigger(processingTime=TRIGGER)
         .start()
     )
     queries = (q_totals, q_rules, q_checked)

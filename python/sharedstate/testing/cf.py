@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SECOND = 1_000_000
-EPOCH = pd.Timestamp("2026-01-01", tz="UTC")
+from sharedstate.testing.arrivals import EPOCH, SECOND, arrival_batches
+
 ITEMS = 8
 RATING_SCHEMA = "user STRING, item BIGINT, ts TIMESTAMP"
 
@@ -51,12 +51,7 @@ def make_ratings(
     )
     end["arrival"] = end["ts_us"]
     ra = pd.concat([ra, end], ignore_index=True)
-    out = []
-    for _, part in ra.assign(w=ra["arrival"] // (60 * SECOND)).groupby("w", sort=True):
-        part = part.sample(frac=1.0, random_state=int(rng.integers(1 << 31)))
-        frame = part[["user", "item"]].reset_index(drop=True)
-        frame["ts"] = (EPOCH + pd.to_timedelta(part["ts_us"].to_numpy(), unit="us")).to_series(index=frame.index)
-        out.append(frame)
+    out = arrival_batches(ra, ["user", "item"], rng, ts_at=2)
     req = pd.DataFrame(
         {
             "req_id": np.arange(requests, dtype="int64"),

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SECOND = 1_000_000
-EPOCH = pd.Timestamp("2026-01-01", tz="UTC")
+from sharedstate.testing.arrivals import SECOND, arrival_batches
+
 TX_SCHEMA = "tx_id BIGINT, account STRING, ts TIMESTAMP, amount BIGINT"
 RULE_SCHEMA = "rule_id BIGINT, ts TIMESTAMP, factor DOUBLE"
 
@@ -31,10 +31,6 @@ class Fraud:
     @property
     def rules(self) -> pd.DataFrame:
         return pd.concat(self.rule_batches, ignore_index=True)
-
-
-def _ts(micros) -> pd.Series:
-    return pd.Series(EPOCH + pd.to_timedelta(np.asarray(micros), unit="us"))
 
 
 def make_fraud(seed: int, transactions: int = 400, rules: int = 8, horizon_s: int = 600, lateness_s: int = 20) -> Fraud:
@@ -70,18 +66,11 @@ def make_fraud(seed: int, transactions: int = 400, rules: int = 8, horizon_s: in
         }
     )
     ru["arrival"] = ru["ts_us"] + rng.integers(0, 5 * SECOND, size=len(ru))
-
-    def batches(df: pd.DataFrame, cols: list[str]) -> list[pd.DataFrame]:
-        out = []
-        for _, part in df.assign(w=df["arrival"] // (60 * SECOND)).groupby("w", sort=True):
-            part = part.sample(frac=1.0, random_state=int(rng.integers(1 << 31)))
-            frame = part[cols].reset_index(drop=True)
-            frame.insert(1 if "account" not in cols else 2, "ts", _ts(part["ts_us"].to_numpy()))
-            out.append(frame)
-        return out
-
     return Fraud(
-        batches(tx, ["tx_id", "account", "amount"]), batches(ru, ["rule_id", "factor"]), lateness_s, transactions
+        arrival_batches(tx, ["tx_id", "account", "amount"], rng, ts_at=2),
+        arrival_batches(ru, ["rule_id", "factor"], rng, ts_at=1),
+        lateness_s,
+        transactions,
     )
 
 

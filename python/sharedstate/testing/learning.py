@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-SECOND = 1_000_000
+from sharedstate.testing.arrivals import SECOND, arrival_batches
+
 LR = 0.125
 DIM = 4
-EPOCH = pd.Timestamp("2026-01-01", tz="UTC")
 
 EXAMPLE_SCHEMA = "ex_id BIGINT, model STRING, ts TIMESTAMP, x ARRAY<DOUBLE>, y DOUBLE"
 EVENT_SCHEMA = "ev_id BIGINT, model STRING, ts TIMESTAMP, x ARRAY<DOUBLE>"
@@ -37,10 +37,6 @@ class Learning:
     @property
     def events(self) -> pd.DataFrame:
         return pd.concat(self.event_batches, ignore_index=True)
-
-
-def _ts(micros) -> pd.Series:
-    return pd.Series(EPOCH + pd.to_timedelta(np.asarray(micros), unit="us"))
 
 
 def make_learning(
@@ -82,17 +78,11 @@ def make_learning(
         }
     )
     ev["arrival"] = ev["ts_us"] + rng.integers(0, lateness_s * SECOND, size=events)
-
-    def batches(df: pd.DataFrame, cols: list[str]) -> list[pd.DataFrame]:
-        out = []
-        for _, part in df.assign(w=df["arrival"] // (60 * SECOND)).groupby("w", sort=True):
-            part = part.sample(frac=1.0, random_state=int(rng.integers(1 << 31)))
-            frame = part[cols].reset_index(drop=True)
-            frame.insert(2, "ts", _ts(part["ts_us"].to_numpy()))
-            out.append(frame)
-        return out
-
-    return Learning(batches(ex, ["ex_id", "model", "x", "y"]), batches(ev, ["ev_id", "model", "x"]), lateness_s)
+    return Learning(
+        arrival_batches(ex, ["ex_id", "model", "x", "y"], rng, ts_at=2),
+        arrival_batches(ev, ["ev_id", "model", "x"], rng, ts_at=2),
+        lateness_s,
+    )
 
 
 class ModelOracle:

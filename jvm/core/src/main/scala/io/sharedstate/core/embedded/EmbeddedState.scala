@@ -2,13 +2,17 @@ package io.sharedstate.core.embedded
 
 import io.sharedstate.core._
 import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
+import io.sharedstate.core.partial.PartialValues
 import io.sharedstate.core.row.{BinaryRow, ValueType}
+import scala.util.hashing.MurmurHash3
 
 /**
  * A State used in-process without Spark (tests, notebooks, serving look-ups), with a Java-friendly
  * surface: keys and values are Object[] rows encoded with the same binary row codec the Spark side
  * uses, so answers match the Spark path. Updates go to the writer's open epoch; [[commit]] closes it
- * with the writer's progress, which is how U advances.
+ * with the writer's progress, which is how U advances. On a partial State the writer is one instance
+ * (numbered like a Spark writer query's, from its name): its updates go to that instance, and fetches
+ * read every instance merged.
  */
 final class EmbeddedState(val state: State, writer: String) {
   private val keyType: ValueType = state.spec.keyType
@@ -17,7 +21,19 @@ final class EmbeddedState(val state: State, writer: String) {
   private var epoch = state.lastCommittedEpoch(writer) + 1
   state.registerWriter(writer)
 
+  /** This writer's instance of a partial State (-1 when the State is not partial). */
+  val instance: Int = {
+    val spec = state.spec
+    if (!spec.isPartial) -1
+    else if (spec.instances != StateSpec.QueryInstances) throw new SharedStateException(
+      s"State '${spec.name}' keeps one instance per writer task (instances='${spec.instances}'): an embedded " +
+        "writer has no task. Write it from Spark (its sink tags each task's instance), or create the State " +
+        "with instances='query', whose instances the embedded writers are.")
+    else MurmurHash3.stringHash(writer) & Int.MaxValue
+  }
+
   def name: String = state.name
+  def writerName: String = writer
 
   def encodeKey(key: Array[AnyRef]): Array[Byte] = BinaryRow.encode(keyType, key)
   def encodeValue(value: Array[AnyRef]): Array[Byte] = BinaryRow.encode(valueType, value)
@@ -27,7 +43,8 @@ final class EmbeddedState(val state: State, writer: String) {
 
   /** Adds an update to the open epoch. */
   def update(key: Array[AnyRef], time: Long, value: Array[AnyRef]): Unit = synchronized {
-    batch.add(encodeKey(key), time, encodeValue(value))
+    val v = encodeValue(value)
+    batch.add(encodeKey(key), time, if (instance < 0) v else PartialValues.single(instance, v))
   }
 
   /** Commits the open epoch with the writer's new progress; returns {accepted, rejected, U}. */

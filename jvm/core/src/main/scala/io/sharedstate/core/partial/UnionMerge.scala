@@ -1,8 +1,9 @@
 package io.sharedstate.core.partial
 
 import io.sharedstate.core.SharedStateException
-import io.sharedstate.core.row.{BinaryArray, BinaryRow, BinaryRowWriter, FieldType, ValueType}
+import io.sharedstate.core.row.{BinaryRow, BinaryRowWriter, FieldType, ValueType}
 import io.sharedstate.core.row.FieldType._
+import io.sharedstate.core.rules.ArraySet
 import scala.collection.mutable
 
 /**
@@ -14,7 +15,7 @@ private[partial] final class UnionMerge(t: ValueType) extends PartialMerge {
   private val row = new BinaryRow(t.size)
   private val elements: Array[FieldType] = t.fields.map { f =>
     f.dataType match {
-      case ArrayType(e) if e == StringType || e.isNumeric || e == TimestampType => e
+      case ArrayType(e) if ArraySet.supports(e) => e
       case other => throw new SharedStateException(
           s"'union' merges arrays as sets: column '${f.name}' of type ${other.sql} is not an ARRAY of STRING or numbers.")
     }
@@ -25,23 +26,12 @@ private[partial] final class UnionMerge(t: ValueType) extends PartialMerge {
     var i = 0
     while (i < t.size) {
       val set = mutable.LinkedHashSet.empty[AnyRef]
-      if (!row.isNull(a, 0, i)) set ++= read(elements(i), row.getArray(a, 0, i))
-      if (!row.isNull(b, 0, i)) set ++= read(elements(i), row.getArray(b, 0, i))
+      if (!row.isNull(a, 0, i)) set ++= ArraySet.elements(elements(i), row.getArray(a, 0, i), name)
+      if (!row.isNull(b, 0, i)) set ++= ArraySet.elements(elements(i), row.getArray(b, 0, i), name)
       w.setArray(i, elements(i), set.toArray, t.fields(i).name)
       i += 1
     }
     w.toBytes
   }
 
-  private def read(e: FieldType, a: BinaryArray): Iterator[AnyRef] =
-    (0 until a.length).iterator.filterNot(a.isNull).map { j =>
-      e match {
-        case StringType => a.getString(j)
-        case LongType | TimestampType => java.lang.Long.valueOf(a.getLong(j))
-        case IntType => java.lang.Integer.valueOf(a.getInt(j))
-        case DoubleType => java.lang.Double.valueOf(a.getDouble(j))
-        case FloatType => java.lang.Float.valueOf(a.getFloat(j))
-        case other => throw new SharedStateException(s"Arrays of ${other.sql} are not supported by 'union'.")
-      }
-    }
 }

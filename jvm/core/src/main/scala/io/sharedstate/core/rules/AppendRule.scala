@@ -1,7 +1,7 @@
 package io.sharedstate.core.rules
 
 import io.sharedstate.core.SharedStateException
-import io.sharedstate.core.row.{BinaryArray, BinaryRow, BinaryRowWriter, ValueType}
+import io.sharedstate.core.row.{BinaryRow, BinaryRowWriter, ValueType}
 import io.sharedstate.core.row.FieldType._
 import scala.collection.mutable
 
@@ -20,7 +20,7 @@ final class AppendRule(t: ValueType) extends UpdateRule {
     s"Update rule 'append' needs an ARRAY column in the value, e.g. 'neighbours ARRAY<STRING>'; the value is <${t.ddl}>.")
   arrayColumns.foreach { i =>
     t(i) match {
-      case ArrayType(e) if e == StringType || e.isNumeric || e == TimestampType => ()
+      case ArrayType(e) if ArraySet.supports(e) => ()
       case other => throw new SharedStateException(
           s"Update rule 'append' cannot use column '${t.fields(i).name}' of type ${other.sql}: arrays of STRING or numbers are supported.")
     }
@@ -34,8 +34,8 @@ final class AppendRule(t: ValueType) extends UpdateRule {
         case ArrayType(e) =>
           val set = mutable.LinkedHashSet.empty[AnyRef]
           if (previous != null && !row.isNull(previous, 0, i))
-            elements(e, row.getArray(previous, 0, i)).foreach(set += _)
-          if (!row.isNull(incoming, 0, i)) elements(e, row.getArray(incoming, 0, i)).foreach {
+            ArraySet.elements(e, row.getArray(previous, 0, i), name).foreach(set += _)
+          if (!row.isNull(incoming, 0, i)) ArraySet.elements(e, row.getArray(incoming, 0, i), name).foreach {
             case s: String if s.startsWith("+") => set += s.substring(1)
             case s: String if s.startsWith("-") => set -= s.substring(1)
             case other => set += other
@@ -49,15 +49,4 @@ final class AppendRule(t: ValueType) extends UpdateRule {
     w.toBytes
   }
 
-  private def elements(e: io.sharedstate.core.row.FieldType, a: BinaryArray): Iterator[AnyRef] =
-    (0 until a.length).iterator.filterNot(a.isNull).map { j =>
-      e match {
-        case StringType => a.getString(j)
-        case LongType | TimestampType => java.lang.Long.valueOf(a.getLong(j))
-        case IntType => java.lang.Integer.valueOf(a.getInt(j))
-        case DoubleType => java.lang.Double.valueOf(a.getDouble(j))
-        case FloatType => java.lang.Float.valueOf(a.getFloat(j))
-        case other => throw new SharedStateException(s"Arrays of ${other.sql} are not supported by 'append'.")
-      }
-    }
 }

@@ -43,8 +43,13 @@ private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Lon
  */
 private[sharedstate] final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
   import SnapshotTable._
-  // zstd-compressed Parquet (see KernelTables.compressed): the chunks' bytes compress about 2x.
-  private val engine = DefaultEngine.create(KernelTables.compressed(conf))
+  // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
+  // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
+  private val engine = DefaultEngine.create {
+    val c = KernelTables.compressed(conf)
+    c.setIfUnset("parquet.enable.dictionary", "false")
+    c
+  }
   private val table = Table.forPath(engine, path)
 
   /** Whether the table has the `base_id`/`parent_id` columns (tables created before deltas do not: they hold full snapshots only). */

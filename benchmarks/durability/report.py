@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
+
+# The numbers compared in the summary of repeated runs: (label, sharedstate key, RocksDB key).
+SUMMARY = [
+    ("snapshot (s)", "ss_snapshot", "rocks_snapshot_upload"),
+    ("recovery (s)", "ss_recover", "rocks_recover_batch"),
+    ("load K keys (s)", "ss_load", "rocks_load"),
+    ("bytes on disk (MB)", "ss_bytes_mb", "rocks_bytes_mb"),
+]
 
 
 def _first_batch(phase: dict) -> dict:
@@ -32,6 +41,7 @@ def rows(size: dict) -> dict:
             size[p]["load_avg_before"][0] for p in ("ss_load", "ss_recover", "rocks_load", "rocks_recover") if p in size
         ],
     }
+    r["ss_bytes_mb"] = sum(ss_load["bytes"].values()) / 1e6
     if "rocks_load" not in size:
         return r
     rl, rt, rr = _first_batch(size["rocks_load"]), _first_batch(size["rocks_tail"]), _first_batch(size["rocks_recover"])
@@ -59,12 +69,45 @@ def rows(size: dict) -> dict:
             "rocks_keys": rr["rows"],
         }
     )
+    r["rocks_bytes_mb"] = r["rocks_bytes"] / 1e6
     return r
+
+
+def _spread(xs: list[float], digits: int = 1) -> str:
+    f = lambda x: f"{x:.{digits}f}"  # noqa: E731
+    return f"{f(statistics.median(xs))} ({f(min(xs))}-{f(max(xs))})" if len(xs) > 1 else f(xs[0])
+
+
+def summary(data: dict) -> list[str]:
+    """Per key count run more than once: the median (min-max) of each compared number, and of its ratio."""
+    by_keys: dict[int, list[dict]] = {}
+    for size in data["sizes"]:
+        by_keys.setdefault(size["keys"], []).append(rows(size))
+    lines = [
+        "| keys | runs | measure | sharedstate median (min-max) | RocksDB median (min-max) "
+        "| ratio ss/rocks median (min-max) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for keys, runs in by_keys.items():
+        if len(runs) < 2:
+            continue
+        for label, a, b in SUMMARY:
+            ss = [r[a] for r in runs]
+            rocks = [r[b] for r in runs if b in r]
+            ratios = [r[a] / r[b] for r in runs if r.get(b)]
+            lines.append(
+                f"| {keys:,} | {len(runs)} | {label} | {_spread(ss)} | {_spread(rocks) if rocks else 'not run'} | "
+                f"{_spread(ratios, 2) if ratios else '-'} |"
+            )
+    return lines if len(lines) > 2 else []
 
 
 def write_report(out: Path) -> None:
     data = json.loads((out / "snapshot_recovery.json").read_text())
-    lines = [
+    lines = summary(data)
+    if lines:
+        lines += ["", "Each run:", ""]
+    lines += [
         "| keys | measure | sharedstate (Delta) | Spark RocksDB + changelog | ratio ss/rocks |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -72,7 +115,7 @@ def write_report(out: Path) -> None:
     for size in data["sizes"]:
         r = rows(size)
         table.append((size["keys"], r))
-        k = f"{size['keys']:,}"
+        k = f"{size['keys']:,}" + (f" (run {size['run'] + 1})" if "run" in size else "")
         rocks = "rocks_load" in r
 
         def line(what, a, b, note="", k=k, rocks=rocks):  # this size's k and rocks
@@ -107,7 +150,7 @@ def write_report(out: Path) -> None:
             f"| {k} | keys after recovery; sample correct | {r['ss_keys']:,}; {r['ss_correct']} | {rocks_keys} | |"
         )
         lines.append(
-            f"| {k} | bytes on disk | {sum(r['ss_bytes'].values()) / 1e6:.0f} MB "
+            f"| {k} | bytes on disk | {r['ss_bytes_mb']:.0f} MB "
             f"({', '.join(f'{n} {b / 1e6:.0f}' for n, b in r['ss_bytes'].items())}) | {rocks_bytes} | |"
         )
         rec = size["ss_recover"]
@@ -136,6 +179,13 @@ def write_report(out: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
+    medians: dict[int, dict] = {}
+    for k, r in table:
+        medians.setdefault(k, []).append(r)
+    table = [
+        (k, {n: statistics.median([r.get(n, 0) for r in rs]) for n in rs[0] if isinstance(rs[0][n], (int, float))})
+        for k, rs in medians.items()
+    ]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for ax, (title, a, b) in zip(
         axes,
@@ -155,6 +205,9 @@ def write_report(out: Path) -> None:
         ax.set_title(title)
         ax.set_ylabel("seconds")
     axes[0].legend(fontsize=8)
-    fig.suptitle("Snapshot and recovery, 2-core VM shared with other builds (ratios are the point)", fontsize=10)
+    fig.suptitle(
+        "Snapshot and recovery (median of the runs), 2-core VM shared with other builds (ratios are the point)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(out / "plot.png", dpi=110)

@@ -4,6 +4,9 @@ with changelog checkpointing on the same keyed input, in the same run (see bench
     .venv/bin/python benchmarks/durability/snapshot_recovery.py --keys 1000000,10000000 \\
         --out benchmarks/results/durability/snapshot-recovery
 
+`--repeat N` runs each key count N times in a row (table.md then leads with the median and the
+spread, min to max, of each compared number over the runs).
+
 Per key count, each phase is a fresh Spark application (local[2]; driver 6 GB up to 2M keys, 12 GB above):
   stage          K rows (k BIGINT, v BIGINT, ts) and a tail of K/10 updates of other values, a minute later
   ss-load        bulk load K rows into a durable State (4 partitions), a snapshot round, bulk load the tail
@@ -161,6 +164,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()))
     p.add_argument("--driver-memory", help="driver heap of every phase (default: 6g up to 2M keys, 12g above)")
     p.add_argument("--skip-rocks", action="store_true", help="only the sharedstate phases")
+    p.add_argument("--repeat", type=int, default=1, help="runs per key count (median and spread in table.md)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(
@@ -186,7 +190,9 @@ def main(argv: list[str]) -> int:
     sizes = []
     try:
         for keys in (int(k) for k in args.keys.split(",")):
-            sizes.append(run_size(keys, args.partitions, scratch, args.driver_memory, args.skip_rocks, log))
+            for run in range(args.repeat):
+                size = run_size(keys, args.partitions, scratch, args.driver_memory, args.skip_rocks, log)
+                sizes.append({**size, "run": run})
             (args.out / "snapshot_recovery.json").write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -280,7 +280,9 @@ class State:
         changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md.
         Returns what the round did: written, unchanged, deltas (written as delta snapshots), entries
         and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed, snapshot_ms
-        (capture, encode, write) and retention_ms (the retention deletes)."""
+        (capture, encode, write: the round's wall time) and retention_ms (the retention deletes); summed
+        over the partitions, which run in parallel: lock_wait_ms, capture_ms (under the commit lock),
+        encode_ms and write_ms."""
         with translated():
             return json.loads(api(self._spark).snapshot(self._jstate))
 

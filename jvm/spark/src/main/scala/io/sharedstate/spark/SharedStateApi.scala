@@ -180,7 +180,11 @@ object SharedStateApi {
         "entries" -> r.entries,
         "bytes" -> r.bytes,
         "snapshot_ms" -> r.snapshotMs,
-        "retention_ms" -> r.retentionMs
+        "retention_ms" -> r.retentionMs,
+        "lock_wait_ms" -> r.lockWaitMs,
+        "capture_ms" -> r.captureMs,
+        "encode_ms" -> r.encodeMs,
+        "write_ms" -> r.writeMs
       ).asJava)
   }
 

@@ -3,7 +3,7 @@ package io.sharedstate.core.codec
 import io.sharedstate.core.SharedStateException
 import java.io.{DataInputStream, DataOutputStream, EOFException, InputStream, OutputStream}
 import java.nio.charset.StandardCharsets.UTF_8
-import java.util.zip.{CRC32, CheckedInputStream, CheckedOutputStream}
+import java.util.zip.{CRC32, CheckedInputStream}
 
 /**
  * The framing both codecs share: a 4-byte magic, a format version byte, the body, then the CRC-32 of
@@ -11,13 +11,13 @@ import java.util.zip.{CRC32, CheckedInputStream, CheckedOutputStream}
  */
 private[codec] object CodecIO {
   def write(out: OutputStream, magic: Array[Byte], version: Int)(body: DataOutputStream => Unit): Unit = {
-    val checked = new CheckedOutputStream(out, new CRC32)
+    val checked = new ChecksummedBuffer(out)
     val data = new DataOutputStream(checked)
     data.write(magic)
     data.writeByte(version)
     body(data)
     data.flush()
-    val crc = checked.getChecksum.getValue.toInt
+    val crc = checked.checksum
     val tail = new DataOutputStream(out)
     tail.writeInt(crc)
     tail.flush()
@@ -26,7 +26,22 @@ private[codec] object CodecIO {
   def read[T](in: InputStream, magic: Array[Byte], supported: Int, what: String)(body: (
           DataInputStream, Int) => T): T = {
     val checked = new CheckedInputStream(in, new CRC32)
-    val data = new DataInputStream(checked)
+    readChecked(new DataInputStream(checked), magic, supported, what, body,
+      () => checked.getChecksum.getValue.toInt, () => new DataInputStream(in).readInt())
+  }
+
+  /** [[read]] of a record held in `bytes` (from its start): no per-byte checksum, no stream locks. */
+  def readArray[T](bytes: Array[Byte], magic: Array[Byte], supported: Int, what: String)(body: (
+          DataInputStream, Int) => T): T = {
+    val in = new ArrayInput(bytes)
+    val data = new DataInputStream(in)
+    readChecked(data, magic, supported, what, body,
+      () => { val c = new CRC32; c.update(bytes, 0, in.position); c.getValue.toInt },
+      () => data.readInt())
+  }
+
+  private def readChecked[T](data: DataInputStream, magic: Array[Byte], supported: Int, what: String,
+      body: (DataInputStream, Int) => T, checksum: () => Int, storedChecksum: () => Int): T =
     try {
       val m = new Array[Byte](4)
       data.readFully(m)
@@ -36,14 +51,44 @@ private[codec] object CodecIO {
       if (version < 1 || version > supported) throw new SharedStateException(
         s"Unsupported $what format version $version: this engine reads versions 1 to $supported.")
       val result = body(data, version)
-      val expected = checked.getChecksum.getValue.toInt
-      val stored = new DataInputStream(in).readInt()
+      val expected = checksum()
+      val stored = storedChecksum()
       if (stored != expected) throw new SharedStateException(
         s"Corrupt $what: CRC-32 ${Integer.toHexString(stored)} stored, ${Integer.toHexString(expected)} computed.")
       result
     } catch {
       case _: EOFException => throw new SharedStateException(s"Truncated $what: the data ends before the record does.")
     }
+
+  /**
+   * Buffers what DataOutputStream writes (it writes an int as four single bytes) and checksums it a
+   * block at a time: CheckedOutputStream over a ByteArrayOutputStream would update the CRC and take
+   * the stream's lock per byte, most of a snapshot's encoding time.
+   */
+  private final class ChecksummedBuffer(out: OutputStream) extends OutputStream {
+    private val crc = new CRC32
+    private val buf = new Array[Byte](1 << 16)
+    private var n = 0
+    override def write(b: Int): Unit = { if (n == buf.length) drain(); buf(n) = b.toByte; n += 1 }
+    override def write(b: Array[Byte], off: Int, len: Int): Unit =
+      if (len > buf.length - n) { drain(); crc.update(b, off, len); out.write(b, off, len) }
+      else { System.arraycopy(b, off, buf, n, len); n += len }
+    override def flush(): Unit = { drain(); out.flush() }
+    def checksum: Int = { drain(); crc.getValue.toInt }
+    private def drain(): Unit = if (n > 0) { crc.update(buf, 0, n); out.write(buf, 0, n); n = 0 }
+  }
+
+  // An unsynchronized InputStream over an array that tells how far it was read.
+  private final class ArrayInput(bytes: Array[Byte]) extends InputStream {
+    private var pos = 0
+    def position: Int = pos
+    override def read(): Int = if (pos < bytes.length) { val b = bytes(pos) & 0xff; pos += 1; b }
+    else -1
+    override def read(b: Array[Byte], off: Int, len: Int): Int =
+      if (len == 0) 0
+      else if (pos >= bytes.length) -1
+      else { val k = math.min(len, bytes.length - pos); System.arraycopy(bytes, pos, b, off, k); pos += k; k }
+    override def available(): Int = bytes.length - pos
   }
 
   def writeBytes(out: DataOutputStream, b: Array[Byte]): Unit = { out.writeInt(b.length); out.write(b) }

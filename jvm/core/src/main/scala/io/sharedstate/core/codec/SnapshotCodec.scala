@@ -1,7 +1,7 @@
 package io.sharedstate.core.codec
 
 import io.sharedstate.core.{Key, StatePartition, ValueSet}
-import java.io.{ByteArrayInputStream, ByteArrayOutputStream, InputStream, OutputStream}
+import java.io.{ByteArrayOutputStream, InputStream, OutputStream}
 import java.nio.charset.StandardCharsets.US_ASCII
 import scala.collection.mutable.ArrayBuffer
 
@@ -26,10 +26,11 @@ final case class PartitionSnapshot(
  * lock is released) and a copy of its staged updates. `delta`: only the entries changed since the
  * previous capture; `changedKeys`: the keys taken from the partition's change tracking (null when
  * not tracking), handed back with [[io.sharedstate.core.State.returnChanged]] if the snapshot is not written.
+ * `captureNanos`: how long taking it held the lock (what a snapshot costs the writers).
  */
 final class PartitionCapture(val state: String, val partition: Int, val partitionCount: Int, val updateProgress: Long,
     val delta: Boolean, val entries: Array[(Key, ValueSet)], val staged: Array[(Key, Long, Array[Byte])],
-    val changedKeys: java.util.Set[Key])
+    val changedKeys: java.util.Set[Key], val captureNanos: Long = 0L)
 
 object PartitionCapture {
 
@@ -39,10 +40,11 @@ object PartitionCapture {
    */
   def of(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, delta: Boolean,
       startChain: Boolean = false): PartitionCapture = {
+    val started = System.nanoTime()
     val changed = if (delta || startChain) partition.takeChangedKeys() else null
     if ((delta || startChain) && changed == null) throw new IllegalStateException(
       s"State '$state' partition ${partition.id} does not track changes: no snapshot chain can be taken")
-    val entries = ArrayBuffer.empty[(Key, ValueSet)]
+    val entries = new ArrayBuffer[(Key, ValueSet)](if (delta) changed.size else partition.keyCount)
     if (delta) changed.forEach { k =>
       val set = partition.get(k) // entries are never removed: a changed key has one
       if (set != null) entries += (k -> set)
@@ -52,7 +54,7 @@ object PartitionCapture {
     val staged = ArrayBuffer.empty[(Key, Long, Array[Byte])]
     partition.foreachStaged((k, t, v) => staged += ((k, t, v)))
     new PartitionCapture(state, partition.id, partitionCount, updateProgress, delta, entries.toArray, staged.toArray,
-      changed)
+      changed, System.nanoTime() - started)
   }
 }
 
@@ -101,43 +103,44 @@ object SnapshotCodec {
       c.staged.foreach { case (k, t, v) => CodecIO.writeBytes(d, k.bytes); d.writeLong(t); CodecIO.writeBytes(d, v) }
     }
 
-  def read(in: InputStream): PartitionSnapshot =
-    CodecIO.read(in, Magic, Version, "partition snapshot") { (d, version) =>
-      val what = "partition snapshot"
-      val state = CodecIO.readString(d, what)
-      val partition = d.readInt()
-      val partitionCount = d.readInt()
-      val u = d.readLong()
-      val delta = version >= 2 && (d.readUnsignedByte() match {
-        case Full => false
-        case Delta => true
-        case other => throw new io.sharedstate.core.SharedStateException(s"Corrupt $what: unknown kind $other.")
-      })
-      val n = CodecIO.count(d, what)
-      val entries = IndexedSeq.newBuilder[(Key, ValueSet)]
-      var e = 0
-      while (e < n) {
-        val key = new Key(CodecIO.readBytes(d, what))
-        val pairs = CodecIO.count(d, what)
-        val times = Array.fill(pairs)(d.readLong())
-        var i = 1
-        while (i < pairs) {
-          if (times(i) <= times(i - 1)) throw new io.sharedstate.core.SharedStateException(
-            s"Corrupt $what: timestamps of an entry are not ascending.")
-          i += 1
-        }
-        val values = Array.fill(pairs)(CodecIO.readBytes(d, what))
-        entries += (key -> ValueSet.of(times, values))
-        e += 1
+  def read(in: InputStream): PartitionSnapshot = CodecIO.read(in, Magic, Version, "partition snapshot")(readBody)
+
+  private def readBody(d: java.io.DataInputStream, version: Int): PartitionSnapshot = {
+    val what = "partition snapshot"
+    val state = CodecIO.readString(d, what)
+    val partition = d.readInt()
+    val partitionCount = d.readInt()
+    val u = d.readLong()
+    val delta = version >= 2 && (d.readUnsignedByte() match {
+      case Full => false
+      case Delta => true
+      case other => throw new io.sharedstate.core.SharedStateException(s"Corrupt $what: unknown kind $other.")
+    })
+    val n = CodecIO.count(d, what)
+    val entries = IndexedSeq.newBuilder[(Key, ValueSet)]
+    var e = 0
+    while (e < n) {
+      val key = new Key(CodecIO.readBytes(d, what))
+      val pairs = CodecIO.count(d, what)
+      val times = Array.fill(pairs)(d.readLong())
+      var i = 1
+      while (i < pairs) {
+        if (times(i) <= times(i - 1)) throw new io.sharedstate.core.SharedStateException(
+          s"Corrupt $what: timestamps of an entry are not ascending.")
+        i += 1
       }
-      val s = CodecIO.count(d, what)
-      val staged = IndexedSeq.fill(s) {
-        val key = new Key(CodecIO.readBytes(d, what))
-        val time = d.readLong()
-        (key, time, CodecIO.readBytes(d, what))
-      }
-      PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged, delta)
+      val values = Array.fill(pairs)(CodecIO.readBytes(d, what))
+      entries += (key -> ValueSet.of(times, values))
+      e += 1
     }
+    val s = CodecIO.count(d, what)
+    val staged = IndexedSeq.fill(s) {
+      val key = new Key(CodecIO.readBytes(d, what))
+      val time = d.readLong()
+      (key, time, CodecIO.readBytes(d, what))
+    }
+    PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged, delta)
+  }
 
   def encode(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long): Array[Byte] = {
     val out = new ByteArrayOutputStream()
@@ -146,10 +149,12 @@ object SnapshotCodec {
   }
 
   def encode(c: PartitionCapture): Array[Byte] = {
-    val out = new ByteArrayOutputStream()
+    // about 40 bytes an entry for small keys and values: fewer regrowths of the buffer
+    val out = new ByteArrayOutputStream(math.min(1 << 30, 64 + c.entries.length * 40))
     write(c, out)
     out.toByteArray
   }
 
-  def decode(bytes: Array[Byte]): PartitionSnapshot = read(new ByteArrayInputStream(bytes))
+  def decode(bytes: Array[Byte]): PartitionSnapshot =
+    CodecIO.readArray(bytes, Magic, Version, "partition snapshot")(readBody)
 }

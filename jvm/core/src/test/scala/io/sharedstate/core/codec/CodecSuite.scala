@@ -51,4 +51,49 @@ class CodecSuite extends AnyFunSuite {
     assert(intercept[SharedStateException](wrong.restorePartition(SnapshotCodec.decode(a.snapshotPartition(0))))
         .getMessage.contains("does not fit"))
   }
+
+  test("the block-checksummed encoder writes version 1 byte for byte as the spec says, across buffer blocks") {
+    val spec = StateSpec("blocks", "k STRING", "v STRING", 1, "replace")
+    val state = new State(spec)
+    state.registerWriter("w")
+    val rnd = new scala.util.Random(11)
+    val b = new UpdateBatch
+    // many small entries (a few 64 KB blocks) and one value larger than a block (written past the buffer)
+    (0 until 5000).foreach(i => b.add(s"k$i".getBytes, 1L + rnd.nextInt(3), s"v${rnd.nextInt()}".getBytes))
+    b.add("big".getBytes, 2L, Array.fill(200000)(rnd.nextInt().toByte))
+    b.add("later".getBytes, 500L, "staged".getBytes) // waits for U
+    state.stage("w", 0, 0, b)
+    state.commitEpoch("w", 0, 100)
+    val encoded = state.snapshotPartition(0)
+
+    // The oracle: the format written field by field through DataOutputStream, CRC-32 of it all.
+    val entries = scala.collection.mutable.ArrayBuffer.empty[(Key, ValueSet)]
+    state.partition(0).foreachEntry((k, v) => entries += (k -> v))
+    val staged = scala.collection.mutable.ArrayBuffer.empty[(Key, Long, Array[Byte])]
+    state.partition(0).foreachStaged((k, t, v) => staged += ((k, t, v)))
+    assert(staged.nonEmpty)
+    val body = new java.io.ByteArrayOutputStream()
+    val d = new java.io.DataOutputStream(body)
+    def bytes(x: Array[Byte]): Unit = { d.writeInt(x.length); d.write(x) }
+    d.write("SSSN".getBytes); d.writeByte(1); bytes("blocks".getBytes); d.writeInt(0); d.writeInt(1); d.writeLong(100L)
+    d.writeInt(entries.size)
+    entries.foreach { case (k, set) =>
+      bytes(k.bytes); d.writeInt(set.size)
+      (0 until set.size).foreach(i => d.writeLong(set.timeAt(i)))
+      (0 until set.size).foreach(i => bytes(set.valueAt(i)))
+    }
+    d.writeInt(staged.size)
+    staged.foreach { case (k, t, v) => bytes(k.bytes); d.writeLong(t); bytes(v) }
+    d.flush()
+    val crc = new java.util.zip.CRC32
+    crc.update(body.toByteArray)
+    d.writeInt(crc.getValue.toInt)
+    assert(encoded.length > 3 * 65536)
+    assert(java.util.Arrays.equals(encoded, body.toByteArray))
+    // the array reader and the stream reader agree
+    val fromArray = SnapshotCodec.decode(encoded)
+    val fromStream = SnapshotCodec.read(new java.io.ByteArrayInputStream(encoded))
+    assert(fromArray.entries.size == entries.size && fromArray.staged.size == staged.size)
+    assert(fromArray.entries.map(_._1) == fromStream.entries.map(_._1))
+  }
 }

@@ -24,9 +24,11 @@ import scala.jdk.OptionConverters._
  * files in one Delta transaction carrying Delta's SetTransaction (app id = writer, version = epoch),
  * so an epoch that is committed again (a re-run after a failure) adds nothing twice.
  */
-private[sharedstate] final class DeltaChangelog private (val path: String, hadoopConf: Configuration) {
+private[sharedstate] final class DeltaChangelog private (val path: String, conf: Configuration) {
   import DeltaChangelog._
 
+  // The tasks' files and the driver's are written zstd-compressed (see KernelTables.compressed).
+  private val hadoopConf = KernelTables.compressed(conf)
   private val engine: Engine = DefaultEngine.create(hadoopConf)
   private val table = Table.forPath(engine, path)
   // The owner's lease generation once it took the table over (see takeOver); None: unfenced (tests, readers).

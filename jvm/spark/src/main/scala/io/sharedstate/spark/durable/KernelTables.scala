@@ -8,8 +8,9 @@ import io.delta.kernel.expressions.{Literal, Predicate}
 import io.delta.kernel.internal.InternalScanFileUtils
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.StructType
-import io.delta.kernel.utils.CloseableIterable
+import io.delta.kernel.utils.{CloseableIterable, DataFileStatus}
 import java.util.Optional
+import org.apache.hadoop.conf.Configuration
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
@@ -39,14 +40,46 @@ private[sharedstate] object KernelTables {
   def writeFiles(engine: Engine, txn: Transaction, partitionValues: Map[String, Literal], physical: StructType,
       columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int): Seq[Row] = {
     val txnState = txn.getTransactionState(engine)
+    appendActions(engine, txnState, partitionValues,
+      writeParquet(engine, txnState, partitionValues, physical, columns, rows))
+  }
+
+  /** Writes the rows as Parquet files of the partition `partitionValues`, not yet part of the table (see [[appendActions]]). */
+  def writeParquet(engine: Engine, txnState: Row, partitionValues: Map[String, Literal], physical: StructType,
+      columns: IndexedSeq[Array[_ <: AnyRef]], rows: Int): Seq[DataFileStatus] = {
     val context = Transaction.getWriteContext(engine, txnState, partitionValues.asJava)
     val batch = new FilteredColumnarBatch(new ColumnsBatch(physical, columns, rows), Optional.empty())
     val written = engine.getParquetHandler.writeParquetFiles(context.getTargetDirectory,
       Utils.singletonCloseableIterator(batch), java.util.List.of())
-    val actions = Transaction.generateAppendActions(engine, txnState, written, context)
+    try written.asScala.toList
+    finally written.close()
+  }
+
+  /** The add actions of files [[writeParquet]] wrote, for the transaction whose state is `txnState`. */
+  def appendActions(engine: Engine, txnState: Row, partitionValues: Map[String, Literal],
+      written: Seq[DataFileStatus]): Seq[Row] = {
+    val context = Transaction.getWriteContext(engine, txnState, partitionValues.asJava)
+    val actions =
+      Transaction.generateAppendActions(engine, txnState, Utils.toCloseableIterator(written.iterator.asJava),
+        context)
     try actions.asScala.toList
     finally actions.close()
   }
+
+  /**
+   * `conf` with Parquet's zstd codec for the files the durable tables write (unless the session sets
+   * `parquet.compression` itself, e.g. `spark.hadoop.parquet.compression`). Delta Kernel's default
+   * Parquet writer reads `parquet.compression` from the engine's Hadoop conf (uncompressed without
+   * it); each file's footer names its codec, so readers take old uncompressed files as they are.
+   */
+  def compressed(conf: Configuration): Configuration = {
+    val c = new Configuration(conf)
+    c.setIfUnset(CompressionKey, DefaultCompression)
+    c
+  }
+
+  val CompressionKey = "parquet.compression"
+  val DefaultCompression = "ZSTD"
 
   def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long =
     txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava))).getVersion

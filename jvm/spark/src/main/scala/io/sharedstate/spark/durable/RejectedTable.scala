@@ -22,7 +22,7 @@ import scala.jdk.OptionConverters._
  */
 private[sharedstate] final class RejectedTable private (val path: String, conf: Configuration) {
   import RejectedTable._
-  private val engine = DefaultEngine.create(conf)
+  private val engine = DefaultEngine.create(KernelTables.compressed(conf))
   private val table = Table.forPath(engine, path)
 
   /**

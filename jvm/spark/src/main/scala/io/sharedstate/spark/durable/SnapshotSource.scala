@@ -35,10 +35,13 @@ private[sharedstate] trait SnapshotSource {
  * `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
  * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
  * `unstored`: hands the changed keys it took back to the partition (it was not stored).
+ * `lockWaitNanos`/`captureNanos`/`encodeNanos` (0 when not measured): waiting for the commit lock,
+ * capturing under it (writers wait meanwhile), encoding after it.
  */
 private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long,
     changelogVersion: Long,
-    delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => ())
+    delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => (), lockWaitNanos: Long = 0L,
+    captureNanos: Long = 0L, encodeNanos: Long = 0L)
 
 private[sharedstate] object SnapshotSource {
 
@@ -48,12 +51,25 @@ private[sharedstate] object SnapshotSource {
     override def tracksChanges: Boolean = state.partition(0).tracksChanges
     // Captured under the commit lock (references to the immutable entries), encoded after it.
     override def encode(p: Int, delta: Boolean): EncodedPartition = {
+      val asked = System.nanoTime()
       val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
+      val captured = System.nanoTime()
       val bytes =
         try SnapshotCodec.encode(capture)
         catch { case e: Throwable => state.returnChanged(capture); throw e }
-      EncodedPartition(bytes, seq, u, version, delta, capture.entries.length, () => state.returnChanged(capture))
+      EncodedPartition(
+        bytes,
+        seq,
+        u,
+        version,
+        delta,
+        capture.entries.length,
+        () => state.returnChanged(capture),
+        lockWaitNanos = math.max(0L, captured - asked - capture.captureNanos),
+        captureNanos = capture.captureNanos,
+        encodeNanos = System.nanoTime() - captured
+      )
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
     override def checkHealthy(): Unit = journal.checkHealthy()

@@ -20,6 +20,9 @@ private[sharedstate] final case class StoredSnapshot(partition: Int, id: Long, u
   def isDelta: Boolean = parentId.nonEmpty
 }
 
+/** A snapshot's Parquet files, written but not yet committed to the snapshots table (see [[SnapshotTable.commit]]). */
+private[sharedstate] final case class SnapshotFiles(partition: Int, written: Seq[io.delta.kernel.utils.DataFileStatus])
+
 /** A complete stored snapshot without its bytes: what chains and retention are worked out from. */
 private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long],
     parentId: Option[Long]) {
@@ -40,7 +43,13 @@ private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Lon
  */
 private[sharedstate] final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
   import SnapshotTable._
-  private val engine = DefaultEngine.create(conf)
+  // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
+  // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
+  private val engine = DefaultEngine.create {
+    val c = KernelTables.compressed(conf)
+    c.setIfUnset("parquet.enable.dictionary", "false")
+    c
+  }
   private val table = Table.forPath(engine, path)
 
   /** Whether the table has the `base_id`/`parent_id` columns (tables created before deltas do not: they hold full snapshots only). */
@@ -51,12 +60,24 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
 
   /** Writes a snapshot; `link`: (base id, parent id) of a delta, None for a full snapshot. */
   def write(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
-      link: Option[(Long, Long)] = None): Long = {
-    require(link.isEmpty || recordsChains,
-      s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only")
+      link: Option[(Long, Long)] = None): Long =
+    commit(writeFiles(partition, id, updateProgress, changelogVersion, bytes, link))
+
+  /**
+   * Writes a snapshot's Parquet files, not yet part of the table: [[commit]] adds them. Safe to call
+   * from several threads at once (a round writes its partitions in parallel).
+   */
+  def writeFiles(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
+      link: Option[(Long, Long)] = None): SnapshotFiles = {
+    val present = table.getLatestSnapshot(engine).getSchema
+    require(
+      link.isEmpty || (present.indexOf(BaseId) >= 0 && present.indexOf(ParentId) >= 0),
+      s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only"
+    )
     val chunks = math.max(1, (bytes.length + chunkBytes - 1) / chunkBytes)
     val data = (0 until chunks).map(c =>
-      java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
+      if (chunks == 1) bytes
+      else java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
     val now = java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)
     def longs(v: Option[Long]): Array[java.lang.Long] = Array.fill(chunks)(v.map(java.lang.Long.valueOf).orNull)
     val all = IndexedSeq[Array[_ <: AnyRef]](
@@ -71,14 +92,29 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
       longs(link.map(_._2))
     )
     // Only the columns the table has (an older table lacks the nullable ones added since).
-    val present = table.getLatestSnapshot(engine).getSchema
     val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
     val columns = kept.map(_._2).toIndexedSeq
     val schema = new StructType(kept.map(_._1).asJava)
-    val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.WRITE).build(engine)
-    KernelTables.commit(engine, txn,
-      KernelTables.writeFiles(engine, txn, Map(Partition -> Literal.ofInt(partition)), schema, columns, chunks))
+    val txnState = newTransaction().getTransactionState(engine)
+    SnapshotFiles(partition,
+      KernelTables.writeParquet(engine, txnState, partitionValues(partition), schema, columns, chunks))
   }
+
+  /**
+   * Adds a snapshot's files in one Delta transaction; commits one at a time (each in a transaction
+   * built at the table's latest version), so parallel writers never race Kernel commits.
+   */
+  def commit(files: SnapshotFiles): Long = commitLock.synchronized {
+    val txn = newTransaction()
+    val txnState = txn.getTransactionState(engine)
+    KernelTables.commit(engine, txn,
+      KernelTables.appendActions(engine, txnState, partitionValues(files.partition), files.written))
+  }
+
+  private val commitLock = new Object
+  private def newTransaction() =
+    table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.WRITE).build(engine)
+  private def partitionValues(partition: Int) = Map(Partition -> Literal.ofInt(partition))
 
   /** The ids of the restore points of `partition` (complete snapshots whose chain is complete), newest first. */
   def ids(partition: Int): Seq[Long] = links(partition).map(_.id)

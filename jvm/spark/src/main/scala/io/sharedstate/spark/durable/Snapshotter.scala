@@ -8,17 +8,23 @@ import org.apache.spark.sql.SparkSession
 /**
  * What one snapshot round did: `written` snapshots (`deltas` of them delta snapshots), `unchanged`
  * partitions skipped (no journal event since their newest snapshot), `entries`/`bytes`: the entries
- * and encoded bytes the written snapshots hold; `snapshotMs`: capturing, encoding and writing them,
- * `retentionMs`: the retention deletes after.
+ * and encoded bytes the written snapshots hold (before Parquet's compression); `snapshotMs`: the wall
+ * time of capturing, encoding and writing them (partitions in parallel), `retentionMs`: the retention
+ * deletes after. Summed over the partitions (so they may add up to more than `snapshotMs`):
+ * `lockWaitMs` waiting for the commit lock, `captureMs` capturing under it (the only time writers
+ * wait for the round), `encodeMs` encoding, `writeMs` writing the Parquet files and committing them.
  */
 final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean,
     changelogTrimmed: Boolean,
-    deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L)
+    deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L,
+    lockWaitMs: Long = 0L, captureMs: Long = 0L, encodeMs: Long = 0L, writeMs: Long = 0L)
 
 /**
- * Takes snapshots of a durable State, one partition at a time while updates keep flowing (each
- * partition is captured at a commit boundary, holding only that partition's turn, and encoded after
- * it), and applies the retention policy.
+ * Takes snapshots of a durable State while updates keep flowing, and applies the retention policy.
+ * Each partition is captured at a commit boundary (holding the commit lock only to take references
+ * to its immutable value sets), then encoded and its Parquet files written outside the lock; the
+ * partitions run in parallel on a small pool sized to the cores ([[Snapshotter.pool]]), each written
+ * as soon as it is encoded, and their Kernel commits go one at a time (see [[SnapshotTable.commit]]).
  *
  * Delta snapshots: when the State tracks changed keys (`state.tracksChanges`, a local owner) and the
  * table records chains, a partition's snapshot after a full one holds only the keys changed since
@@ -45,34 +51,65 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
   // The bounds the last changelog trim used: while a chain grows they stay, and the delete is not repeated.
   private var trimmedAt: Map[Int, Long] = Map.empty
 
+  /** Test hook: runs after partition `p` is encoded, before its files are written (outside every lock). */
+  @volatile private[durable] var beforeWrite: Int => Unit = _ => ()
+
   def round(): SnapshotRound = synchronized {
     state.checkHealthy()
     val started = System.nanoTime()
     val deltasAllowed = fullEvery > 1 && state.tracksChanges && snapshots.recordsChains
-    var written, deltas = 0
-    var entries, bytes = 0L
-    (0 until state.partitionCount).foreach { p =>
-      val newest = snapshots.ids(p).headOption
-      // A delta only on the chain the partition's tracking is relative to, and only if it is still the newest.
-      val chain = chains(p).filter(c => deltasAllowed && newest.contains(c.tipId) && c.takesDelta(fullEvery))
-      val e = state.encode(p, delta = chain.nonEmpty)
-      if (newest.contains(e.journalSeq)) e.unstored() // no journal event since: nothing to store
-      else {
-        try snapshots.write(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes,
-            chain.map(c => (c.baseId, c.tipId)))
-        catch { case err: Throwable => e.unstored(); throw err }
-        chains(p) = Some(chain.fold(SnapshotChain.started(e.journalSeq, e.bytes.length.toLong))(_.extended(e.journalSeq,
-              e.bytes.length.toLong)))
-        written += 1
-        if (e.delta) deltas += 1
-        entries += math.max(0, e.entries)
-        bytes += e.bytes.length
-      }
+    val pending = (0 until state.partitionCount).map { p =>
+      Snapshotter.pool.submit(new java.util.concurrent.Callable[Option[Taken]] {
+        override def call(): Option[Taken] = snapshotPartition(p, deltasAllowed)
+      })
     }
+    // Every partition's outcome before the first failure is raised: the others' snapshots are stored.
+    val outcomes = pending.map(f => scala.util.Try(f.get()))
+    outcomes.collectFirst { case scala.util.Failure(e) => throw unwrapped(e) }
+    val taken = outcomes.flatMap(_.get)
     val retaining = System.nanoTime()
     val (removed, trimmed) = retain()
-    SnapshotRound(written, state.partitionCount - written, removed, trimmed, deltas, entries, bytes,
-      (retaining - started) / 1000000L, (System.nanoTime() - retaining) / 1000000L)
+    def ms(nanos: Seq[Long]) = nanos.sum / 1000000L
+    SnapshotRound(
+      taken.size,
+      state.partitionCount - taken.size,
+      removed,
+      trimmed,
+      taken.count(_.e.delta),
+      taken.map(t => math.max(0, t.e.entries).toLong).sum,
+      taken.map(_.e.bytes.length.toLong).sum,
+      (retaining - started) / 1000000L,
+      (System.nanoTime() - retaining) / 1000000L,
+      lockWaitMs = ms(taken.map(_.e.lockWaitNanos)),
+      captureMs = ms(taken.map(_.e.captureNanos)),
+      encodeMs = ms(taken.map(_.e.encodeNanos)),
+      writeMs = ms(taken.map(_.writeNanos))
+    )
+  }
+
+  // One partition's snapshot: captured and encoded, then written; None when nothing changed since the newest.
+  private def snapshotPartition(p: Int, deltasAllowed: Boolean): Option[Taken] = {
+    val newest = snapshots.ids(p).headOption
+    // A delta only on the chain the partition's tracking is relative to, and only if it is still the newest.
+    val chain = chains(p).filter(c => deltasAllowed && newest.contains(c.tipId) && c.takesDelta(fullEvery))
+    val e = state.encode(p, delta = chain.nonEmpty)
+    if (newest.contains(e.journalSeq)) { e.unstored(); None } // no journal event since: nothing to store
+    else {
+      val writing = System.nanoTime()
+      try {
+        beforeWrite(p)
+        snapshots.commit(snapshots.writeFiles(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes,
+            chain.map(c => (c.baseId, c.tipId))))
+      } catch { case err: Throwable => e.unstored(); throw err }
+      val size = e.bytes.length.toLong
+      chains(p) = Some(chain.fold(SnapshotChain.started(e.journalSeq, size))(_.extended(e.journalSeq, size)))
+      Some(Taken(e, System.nanoTime() - writing))
+    }
+  }
+
+  private def unwrapped(e: Throwable): Throwable = e match {
+    case x: java.util.concurrent.ExecutionException if x.getCause != null => x.getCause
+    case other => other
   }
 
   // The oldest kept snapshot of every partition (the full one of its oldest kept restore point's
@@ -114,3 +151,25 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
 
   private def quote(s: String): String = "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 }
+
+private[sharedstate] object Snapshotter {
+
+  /**
+   * Where rounds capture, encode and write their partitions: one thread per core (at least 2, so a
+   * partition's Kernel write overlaps the next one's encoding), shared by every State's rounds, daemon
+   * threads so an application that forgets to close its States still exits.
+   */
+  private[durable] val pool: java.util.concurrent.ExecutorService = {
+    val threads = math.max(2, Runtime.getRuntime.availableProcessors())
+    val counter = new java.util.concurrent.atomic.AtomicInteger()
+    java.util.concurrent.Executors.newFixedThreadPool(threads,
+      (r: Runnable) => {
+        val t = new Thread(r, s"sharedstate-snapshot-${counter.incrementAndGet()}")
+        t.setDaemon(true)
+        t
+      })
+  }
+}
+
+// A partition's stored snapshot in a round and how long writing it took.
+private final case class Taken(e: EncodedPartition, writeNanos: Long)

@@ -66,10 +66,11 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
     case m: HostFeedMessages.HostFeedRequest =>
       val h = hostedState(m.state, m.incarnation)
-      // A read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not hold one off.
+      // An open or a read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not be.
       m match {
-        case _: HostFeedMessages.ReadHostFeed => h.serve(HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m))
-        case _ => HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m)
+        case _: HostFeedMessages.ReadHostFeed | _: HostFeedMessages.OpenHostFeed =>
+          h.serve(HostFeeds.serve(h.state, h.ownership, m))
+        case _ => HostFeeds.serve(h.state, h.ownership, m)
       }
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) =>
@@ -188,6 +189,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
       partitions.foreach(h.check)
       h.partitions = h.partitions -- partitions
       h.movedAway = h.movedAway ++ partitions
+      h.handedOverAt = h.handedOverAt ++ partitions.map(_ -> version)
       h.failWaiting(partitions.toSet)
       val out = h.state.handOver(partitions.toSeq)
       logInfo(s"State $state: partition(s) ${partitions.mkString(", ")} handed over by $id")
@@ -295,6 +297,11 @@ private[sharedstate] object HostService {
 
     /** The route version of the last move this host took part in: stages split by an older route are refused. */
     @volatile var routeVersion: Long = 0L
+
+    /** Per partition this host handed over, the route version of its last hand-over (change feeds, see HostFeeds). */
+    @volatile var handedOverAt: Map[Int, Long] = Map.empty
+
+    def ownership: HostFeeds.Ownership = HostFeeds.Ownership(partitions.toSeq, movedAway, handedOverAt, routeVersion)
     // Asynchronous fetches waiting for U here, by partition: a hand-over answers them "moved".
     private val waiting = new ConcurrentHashMap[CompletableFuture[FetchAnswer], Integer]()
 

@@ -102,6 +102,66 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
     assert(driver.metrics.updatesRejected == oracle.metrics.updatesRejected)
   }
 
+  test("moves with and without a pre-copy while a writer commits and fetches run: the data of a State never moved") {
+    hostC
+    for (preCopy <- Seq(true, false)) {
+      val (driver, n, spec) = setUp(s"concurrent-$preCopy")
+      val oracle = new State(spec)
+      val client = new RecoveringStateClient(spec.name, n)
+      driver.registerWriter("w"); oracle.registerWriter("w")
+      val random = new Random(21)
+      // the oracle commits first: whatever U the driver reports, the oracle has applied as much
+      def commit(epoch: Long): Unit = {
+        val progress = stageEpoch(client, oracle, epoch, random) - 300
+        oracle.commitEpoch("w", epoch, progress); driver.commitEpoch("w", epoch, progress)
+      }
+      (0L until 3L).foreach(commit)
+      val stop = new java.util.concurrent.atomic.AtomicBoolean(false)
+      val failures = new java.util.concurrent.ConcurrentLinkedQueue[Throwable]()
+      val (epochs, fetchRounds) =
+        (new java.util.concurrent.atomic.AtomicLong(3), new java.util.concurrent.atomic.AtomicLong)
+      def running(body: => Unit): Thread = {
+        val t = new Thread(() =>
+          try while (!stop.get()) body
+          catch { case e: Throwable => failures.add(e) })
+        t.start(); t
+      }
+      val writer = running { commit(epochs.getAndIncrement()) }
+      val fetcher = running {
+        // final answers only (below U): each request answered once, as the State that never moved answers it
+        val at = driver.updateProgress - 1 - random.nextInt(800)
+        val requests = (0 until 60).map(k => FetchRequest(new Key(key(k)), at))
+        val answers = client.fetch(requests)
+        assert(answers.size == requests.size)
+        requests.zip(answers).foreach { case (r, a) => assertSame(a, oracle.fetch(r)) }
+        fetchRounds.incrementAndGet()
+      }
+      Thread.sleep(200)
+      driver.move(Seq(0, 2), hostB.id, "move", preCopy)
+      Thread.sleep(200)
+      driver.move(Seq(1, 4), hostC.id, "move", preCopy) // C is new to the State
+      Thread.sleep(200)
+      driver.move(0 until 6, hostA.id, "move", preCopy)
+      Thread.sleep(200)
+      stop.set(true); writer.join(); fetcher.join()
+      failures.forEach(e => throw e)
+      assert(epochs.get > 6 && fetchRounds.get > 3, s"the writer and the fetches ran during the moves ($preCopy)")
+      // every partition, where it is now, holds what the oracle holds: nothing lost, nothing applied twice
+      for (p <- 0 until 6) {
+        val owner = driver.route.owners(p)
+        val bytes = HostLink.await[Array[Byte]](n.link(owner).ask(EncodePartition(spec.name, driver.incarnation, p)),
+          owner, spec.name, Seq(p))
+        def show(s: io.sharedstate.core.codec.PartitionSnapshot) =
+          (s.entries.map { case (k, v) =>
+              (new String(k.bytes, UTF_8), (0 until v.size).map(i => (v.timeAt(i), new String(v.valueAt(i), UTF_8))))
+            }.sortBy(_._1), s.staged.map { case (k, t, v) => (new String(k.bytes, UTF_8), t, new String(v, UTF_8)) })
+        val want = io.sharedstate.core.codec.SnapshotCodec.decode(oracle.snapshotPartition(p))
+        assert(show(io.sharedstate.core.codec.SnapshotCodec.decode(bytes)) == show(want), s"partition $p ($preCopy)")
+      }
+      assert(driver.metrics.keys == oracle.metrics.keys)
+    }
+  }
+
   test("a stage split by the route before a move is answered 'moved' and sent again on the new route") {
     val (driver, n, spec) = setUp("stale-stage")
     val oracle = new State(spec)

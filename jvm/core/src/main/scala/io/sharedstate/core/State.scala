@@ -546,17 +546,43 @@ final class State(val spec: StateSpec) {
     }.toArray
   }
 
+  /**
+   * A further pre-copy round (live migration's iterative pre-copy): the entries of the keys changed
+   * since the previous round, as delta snapshots without staged updates, read outside the commit lock
+   * as [[preCopy]] reads; tracking goes on, so the fence's delta holds only what changes after this
+   * round. Worth a round while the previous one took long enough for many keys to change.
+   */
+  def preCopyAgain(partitions: Seq[Int]): Array[Array[Byte]] = {
+    val moving = partitions.distinct.sorted
+    val (progress, changed) = underCommitLock {
+      moving.foreach(i =>
+        if (!parts(i).tracksChanges) throw new SharedStateException(
+          s"State '${spec.name}' partition $i is not being pre-copied: no further round."))
+      (u, moving.map(parts(_).takeChangedKeys()))
+    }
+    moving.zip(changed).map { case (i, keys) =>
+      val entries = mutable.ArrayBuffer.empty[(Key, ValueSet)]
+      keys.forEach { k =>
+        val set = parts(i).get(k)
+        if (set != null) entries += (k -> set)
+      }
+      codec.SnapshotCodec.encode(new codec.PartitionCapture(spec.name, i, parts.length, progress, delta = true,
+          entries.toArray, Array.empty, null))
+    }.toArray
+  }
+
   /** Ends the change tracking a [[preCopy]] started: the move it was for does not happen. */
   def cancelPreCopy(partitions: Seq[Int]): Unit = underCommitLock(partitions.foreach(parts(_).stopTracking()))
 
   /**
-   * Loads a pre-copy ([[preCopy]]) into partitions this holder does not serve yet: their entries,
+   * Loads a pre-copy ([[preCopy]], then each [[preCopyAgain]] round, whose entries replace those of
+   * their keys) into partitions this holder does not serve yet: their entries,
    * without the commit lock (commits of the other partitions go on; these have nothing staged, so no
    * commit touches them). The delta of the hand-over then replaces what changed since ([[takeOver]]).
    */
   def preload(snapshots: Seq[Array[Byte]]): Seq[Int] = snapshots.map { b =>
     val s = codec.SnapshotCodec.decode(b)
-    if (s.partitionCount != parts.length || s.delta || s.staged.nonEmpty || parts(s.partition).keyCount != 0)
+    if (s.partitionCount != parts.length || s.staged.nonEmpty || (!s.delta && parts(s.partition).keyCount != 0))
       throw new SharedStateException(s"State '${spec.name}': a pre-copy of partition ${s.partition} does not fit here.")
     val p = parts(s.partition)
     s.entries.foreach { case (k, set) => p.restore(k, set) }

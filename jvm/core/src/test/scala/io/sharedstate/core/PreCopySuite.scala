@@ -8,7 +8,8 @@ import scala.util.Random
  * The pre-copy of a live move (State.preCopy, preload, handOver with `precopied`): the new owner ends
  * with exactly what a whole-partition hand-over gives it, and with what a State that never moved holds,
  * although keys changed, keys appeared and updates were staged between the pre-copy and the fence; the
- * fence's snapshots hold only that delta; a take-back at the old owner restores it exactly.
+ * fence's snapshots hold only that delta (after a further round, what changed since that round); a
+ * take-back at the old owner restores it exactly.
  */
 class PreCopySuite extends AnyFunSuite {
   private val spec = StateSpec("pc", "k STRING", "v STRING", 4, "replace")
@@ -57,7 +58,12 @@ class PreCopySuite extends AnyFunSuite {
     assert(target.preload(copy.toSeq) == moving)
     intercept[SharedStateException](pre.preCopy(moving)) // one pre-copy at a time
     // between the pre-copy and the fence: changed and new keys, and an epoch staged but not committed
-    (3L until 5L).foreach(epoch(all, _, keys = 3100, updates = 200))
+    epoch(all, 3L, keys = 3100, updates = 200)
+    // a second round: the keys changed since the first (the fence then sends what changed after it)
+    val again = pre.preCopyAgain(moving)
+    assert(again.map(_.length).sum < copy.map(_.length).sum / 2)
+    target.preload(again.toSeq)
+    epoch(all, 4L, keys = 3100, updates = 200)
     val pendingProgress = stage(all, 5L, keys = 3100, updates = 200)
 
     val delta = pre.handOver(moving, precopied = true)

@@ -234,16 +234,28 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   private def copyAhead(from: HostId, partitions: Seq[Int], target: HostId): Boolean = {
     val started = System.nanoTime()
     try {
-      val snapshots = HostLink.await[Array[Array[Byte]]](
-        node.link(from).ask(PreCopy(name, incarnation, partitions.toArray)), from, name, partitions)
-      try HostLink.await[Any](node.link(target).ask(Preload(spec, incarnation, snapshots)), target, name, partitions)
-      catch {
+      // Rounds while the last one carried much (keys change while it is copied): the fence's delta is what
+      // changes during the last, short round.
+      var round = 0
+      var bytes = Long.MaxValue
+      var total = 0L
+      try {
+        while (round < ClusterStateController.PreCopyRounds && bytes > ClusterStateController.PreCopyEnoughBytes) {
+          val snapshots = HostLink.await[Array[Array[Byte]]](
+            node.link(from).ask(PreCopy(name, incarnation, partitions.toArray, again = round > 0)), from, name,
+            partitions)
+          round += 1 // tracking runs at the old owner from here on
+          HostLink.await[Any](node.link(target).ask(Preload(spec, incarnation, snapshots)), target, name, partitions)
+          bytes = snapshots.map(_.length.toLong).sum
+          total += bytes
+        }
+      } catch {
         case NonFatal(e) =>
-          endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false)
+          if (round > 0) { endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false) }
           throw e
       }
       logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} pre-copied from $from to $target in " +
-        s"${(System.nanoTime() - started) / 1000000} ms (${snapshots.map(_.length.toLong).sum} bytes)")
+        s"${(System.nanoTime() - started) / 1000000} ms ($round round(s), $total bytes)")
       true
     } catch {
       case NonFatal(e) =>
@@ -414,6 +426,10 @@ private[sharedstate] object ClusterStateController {
 
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
+
+  /** A live move's pre-copy rounds at most, and the size of a round after which no further round is worth it. */
+  val PreCopyRounds = 4
+  val PreCopyEnoughBytes: Long = 512L * 1024
 
   /**
    * A durable cluster State: its journal (the Delta changelog), where hosts rebuild partitions from,

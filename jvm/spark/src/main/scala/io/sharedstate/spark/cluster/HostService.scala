@@ -55,10 +55,10 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case HandOver(state, inc, partitions, version, precopied) => handOver(state, inc, partitions, version, precopied)
     case TakeOver(spec, inc, handOver, progress, source, version, precopied) =>
       takeOver(spec, inc, handOver, progress, source, version, precopied); true
-    case PreCopy(state, inc, partitions) =>
+    case PreCopy(state, inc, partitions, again) =>
       val h = hostedState(state, inc)
       h.serve(partitions.foreach(h.check))
-      h.state.preCopy(partitions.toSeq)
+      if (again) h.state.preCopyAgain(partitions.toSeq) else h.state.preCopy(partitions.toSeq)
     case Preload(spec, inc, snapshots) => preload(spec, inc, snapshots); true
     case EndPreCopy(state, inc, partitions, moved) => endPreCopy(state, inc, partitions, moved); true
     case m: Lifecycle => lifecycle(m)

@@ -54,9 +54,10 @@ private[sharedstate] object Messages {
   /**
    * A live move's pre-copy, at the old owner, before the fence: the partitions' applied entries as
    * full snapshots (core State.preCopy), taken while it keeps serving them; their changed keys are
-   * tracked from here on, so the [[HandOver]] (`precopied`) sends only what changed since.
+   * tracked from here on, so the [[HandOver]] (`precopied`) sends only what changed since. `again`:
+   * a further round, the entries of the keys changed since the previous one (core State.preCopyAgain).
    */
-  final case class PreCopy(state: String, incarnation: Long, partitions: Array[Int])
+  final case class PreCopy(state: String, incarnation: Long, partitions: Array[Int], again: Boolean = false)
 
   /** The pre-copy, at the new owner, before the fence: it loads the entries into partitions it does not serve yet. */
   final case class Preload(spec: StateSpec, incarnation: Long, snapshots: Array[Array[Byte]])

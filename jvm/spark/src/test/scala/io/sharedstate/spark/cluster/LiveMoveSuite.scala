@@ -1,6 +1,7 @@
 package io.sharedstate.spark.cluster
 
-import io.sharedstate.spark.changes.{HostChangeFeeds, HostFeed}
+import io.sharedstate.spark.changes.{ChangePosition, HostChangeFeeds, HostChangeTail, HostChangeTailReader, HostFeed}
+import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 import io.sharedstate.spark.cluster.Messages._
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
@@ -237,6 +238,44 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
     }
     // and the planner sees the moves although the owners are as they were: the next batch is read by scan
     assert(!HostChangeFeeds.sameLayout(feeds.route, driver.route))
+    HostChangeFeeds.close(n, feeds)
+  }
+
+  test("a continuous host reader whose host gives all its partitions away goes on with them, each pair once") {
+    val (driver, n, spec) = setUp("continuous-away")
+    val oracle = new State(spec)
+    val client = new RecoveringStateClient(spec.name, n)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val random = new Random(17)
+    def commit(epoch: Long): Long = {
+      val progress = stageEpoch(client, oracle, epoch, random) - 300
+      oracle.commitEpoch("w", epoch, progress); driver.commitEpoch("w", epoch, progress).updateProgress
+    }
+    val start = driver.updateProgress
+    val feeds = HostChangeFeeds.open(n, driver.route, _ => start, () => driver.route).get
+    val group = driver.route.partitionsOf(hostA.id) // A is this JVM: its reader waits on its feed
+    val reader = new HostChangeTailReader(
+      HostChangeTail(spec.name, driver.incarnation, feeds.feedOf(hostA.id).get,
+        ChangePosition(group.min, start, start, 0, group), 50L, 5L),
+      new ChangeRows(StateSchemas.of(spec)),
+      n
+    )
+    val u0 = commit(0L)
+    def take(count: Int): Seq[Long] = {
+      val taking = java.util.concurrent.Executors.newSingleThreadExecutor()
+      try taking.submit(() =>
+          (0 until count).map { _ =>
+            assert(reader.next()); reader.get().getLong(2)
+          }).get(60, TimeUnit.SECONDS)
+      finally taking.shutdownNow()
+    }
+    def want(from: Long, until: Long) =
+      oracle.mergedChanges(from, until, group).toSeq.map(_.time)
+    val before = take(want(start, u0).size)
+    assert(before == want(start, u0))
+    driver.move(group, hostB.id, "move") // A holds none of the State now: its feed stops
+    val u2 = (1L to 2L).map(commit).last
+    assert(take(want(u0, u2).size) == want(u0, u2), "the pairs after the move, from where the partitions are now")
     HostChangeFeeds.close(n, feeds)
   }
 

@@ -77,11 +77,6 @@ def test_change_stream_has_no_pair_twice_and_none_that_was_not_applied(elastic_r
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug (issue 27, docs/elasticity.md#limits): the change stream missed 9 of 305 pairs of moved "
-    "partitions in one CI run",
-)
 def test_change_stream_has_each_final_pair_across_the_moves(elastic_run):
     rows, want = _change_pairs(*elastic_run)
     assert rows == want

@@ -1,5 +1,5 @@
-"""What the local-cluster applications of it/apps share: the session and recording (waiting is in
-sharedstate.testing.streams)."""
+"""What the local-cluster applications of it/apps share: the session, the AdCamp writer and fetch
+join, and recording (waiting is in sharedstate.testing.streams)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 import sharedstate as ss
+from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
 
 
 def cluster_session(app_name: str, master: str = "local-cluster[2,1,1024]", **conf: str) -> SparkSession:
@@ -26,6 +27,29 @@ def cluster_session(app_name: str, master: str = "local-cluster[2,1,1024]", **co
             **conf,
         },
     )
+
+
+def adcamp_writer(spark: SparkSession, out: Path, state: str = "campaigns"):
+    """Starts the AdCamp writer: the campaign updates arriving in out/updates (one file per trigger)
+    written into `state` with 20 s of lateness, checkpointed in out/ck-updates."""
+    updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
+    return (
+        updates.writeStream.format("sharedstate")
+        .option("state", state)
+        .option("key", "ad_id")
+        .option("time", "ts")
+        .option("value", "campaign")
+        .option("lateness", "20 seconds")
+        .option("checkpointLocation", str(out / "ck-updates"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+
+
+def adcamp_joined(spark: SparkSession, out: Path, state: str = "campaigns"):
+    """The AdCamp events arriving in out/events (one file per trigger), fetch-joined (left) with `state`."""
+    events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
+    return ss.fetch_join(events, state, key="ad_id", time="ts", how="left")
 
 
 def save(out: Path, name: str, frame: pd.DataFrame) -> None:

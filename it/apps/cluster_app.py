@@ -7,7 +7,6 @@ usage: cluster_app.py OUT_DIR SEED
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 from pathlib import Path
 
@@ -15,21 +14,13 @@ import pandas as pd
 from pyspark.sql import functions as F
 
 import sharedstate as ss
+from app_support import adcamp_joined, adcamp_writer, cluster_session
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, to_spark_parquet, write_batches
 from sharedstate.testing.streams import wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
-spark = ss.session(
-    "sharedstate-cluster-it",
-    master="local-cluster[2,1,1024]",
-    **{
-        "spark.authenticate": "true",
-        "spark.authenticate.secret": secrets.token_hex(16),
-        "spark.sql.shuffle.partitions": "4",
-        "spark.driver.memory": "1g",
-    },
-)
+spark = cluster_session("sharedstate-cluster-it")
 
 
 def save(name: str, frame: pd.DataFrame) -> None:
@@ -44,20 +35,8 @@ write_batches(out / "updates", work.update_batches)
 write_batches(out / "events", work.event_batches)
 state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=4)
 records["hosts"] = state.hosts
-updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
-writer = (
-    updates.writeStream.format("sharedstate")
-    .option("state", "campaigns")
-    .option("key", "ad_id")
-    .option("time", "ts")
-    .option("value", "campaign")
-    .option("lateness", "20 seconds")
-    .option("checkpointLocation", str(out / "ck-updates"))
-    .trigger(processingTime="300 milliseconds")
-    .start()
-)
-events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
-joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
+writer = adcamp_writer(spark, out)
+joined = adcamp_joined(spark, out)
 reader = (
     joined.writeStream.format("memory")
     .queryName("joined")

@@ -10,7 +10,6 @@ usage: elastic_app.py OUT_DIR SEED KIND   (KIND: memory or durable)
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -18,17 +17,14 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA, make_workload, write_batches
+from app_support import adcamp_joined, adcamp_writer, cluster_session
+from sharedstate.testing.adcamp import make_workload, write_batches
 from sharedstate.testing.streams import wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
 kind = sys.argv[3]
 conf = {
-    "spark.authenticate": "true",
-    "spark.authenticate.secret": secrets.token_hex(16),
-    "spark.sql.shuffle.partitions": "4",
-    "spark.driver.memory": "1g",
     "spark.decommission.enabled": "true",
     # a decommissioned executor lingers this long before it exits (Spark's own test setting); the
     # hand-over does not need it, it makes the test independent of how busy the machine is
@@ -36,7 +32,7 @@ conf = {
 }
 if kind == "durable":
     conf["spark.sharedstate.root"] = str(out / "root")
-spark = ss.session("sharedstate-elastic-it", master="local-cluster[2,1,1024]", **conf)
+spark = cluster_session("sharedstate-elastic-it", **conf)
 sc = spark.sparkContext
 records: dict = {"app_id": sc.applicationId}
 
@@ -58,20 +54,8 @@ def feed(i: int) -> None:
 feed(0)
 state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=8)
 records["hosts_at_start"] = state.hosts
-updates = spark.readStream.schema(UPDATE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "updates"))
-writer = (
-    updates.writeStream.format("sharedstate")
-    .option("state", "campaigns")
-    .option("key", "ad_id")
-    .option("time", "ts")
-    .option("value", "campaign")
-    .option("lateness", "20 seconds")
-    .option("checkpointLocation", str(out / "ck-updates"))
-    .trigger(processingTime="300 milliseconds")
-    .start()
-)
-events = spark.readStream.schema(EVENT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(out / "events"))
-joined = ss.fetch_join(events, "campaigns", key="ad_id", time="ts", how="left")
+writer = adcamp_writer(spark, out)
+joined = adcamp_joined(spark, out)
 reader = (
     joined.writeStream.format("parquet")
     .option("path", str(out / "joined"))

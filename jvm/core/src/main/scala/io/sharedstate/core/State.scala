@@ -473,13 +473,24 @@ final class State(val spec: StateSpec) {
    * uncommitted task batch are taken, and this State forgets both, so a later commit here applies
    * nothing in them. The caller makes sure no task stages in them meanwhile.
    */
-  def handOver(partitions: Seq[Int]): PartitionHandOver = underCommitLock {
+  def handOver(partitions: Seq[Int]): PartitionHandOver = handOver(partitions, precopied = false)
+
+  /**
+   * [[handOver]]; `precopied`: the partitions were pre-copied ([[preCopy]]), so each snapshot is a
+   * delta: only the keys changed since the pre-copy began (and the staged updates), the tracking
+   * the pre-copy started ends here, and the entries stay until [[release]].
+   */
+  def handOver(partitions: Seq[Int], precopied: Boolean): PartitionHandOver = underCommitLock {
     val moving = partitions.distinct.sorted.toArray
     val inMoving = new Array[Boolean](parts.length)
     moving.foreach(inMoving(_) = true)
+    if (precopied) moving.foreach(i =>
+      if (!parts(i).tracksChanges) throw new SharedStateException(
+        s"State '${spec.name}' partition $i was not pre-copied: no delta can be handed over."))
     val snapshots = moving.map(i =>
       codec.SnapshotCodec.encode(
-        codec.PartitionCapture.of(spec.name, parts(i), parts.length, u, delta = false, startChain = false)))
+        codec.PartitionCapture.of(spec.name, parts(i), parts.length, u, delta = precopied, startChain = false)))
+    if (precopied) moving.foreach(parts(_).stopTracking())
     val shares = mutable.ArrayBuffer.empty[StagedShare]
     staging.forEach { (id, tasks) =>
       tasks.replaceAll { (task, batch) =>
@@ -503,13 +514,91 @@ final class State(val spec: StateSpec) {
         }
       }
     }
-    moving.foreach(i => parts(i).clear())
+    // A pre-copied partition keeps its entries until [[release]] (outside the fence): should the new
+    // owner fail, taking the delta back here restores it exactly.
+    moving.foreach(i => if (precopied) parts(i).clearStaged() else parts(i).clear())
     PartitionHandOver(moving, snapshots, shares.toArray)
   }
 
   /**
+   * The pre-copy of a live move (STRETCH-like: the fence then moves only the delta): each partition's
+   * applied entries, encoded as a full snapshot without staged updates, while commits go on. The
+   * commit lock is held only to start tracking the partitions' changed keys; the entries are read and
+   * encoded after it (immutable ValueSets: a key that changes meanwhile is tracked, and
+   * `handOver(partitions, precopied = true)` sends its entry again). [[cancelPreCopy]] if no hand-over follows.
+   */
+  def preCopy(partitions: Seq[Int]): Array[Array[Byte]] = {
+    val moving = partitions.distinct.sorted
+    val progress = underCommitLock {
+      moving.foreach { i =>
+        // A State that keeps delta snapshot chains tracks already: a move must not take its changed keys.
+        if (parts(i).tracksChanges) throw new SharedStateException(
+          s"State '${spec.name}' partition $i tracks changed keys already (delta snapshots, or a pre-copy under way).")
+      }
+      moving.foreach(parts(_).trackChanges())
+      u
+    }
+    moving.map { i =>
+      val entries = mutable.ArrayBuffer.empty[(Key, ValueSet)]
+      parts(i).foreachEntry((k, v) => entries += (k -> v))
+      codec.SnapshotCodec.encode(new codec.PartitionCapture(spec.name, i, parts.length, progress, delta = false,
+          entries.toArray, Array.empty, null))
+    }.toArray
+  }
+
+  /**
+   * A further pre-copy round (live migration's iterative pre-copy): the entries of the keys changed
+   * since the previous round, as delta snapshots without staged updates, read outside the commit lock
+   * as [[preCopy]] reads; tracking goes on, so the fence's delta holds only what changes after this
+   * round. Worth a round while the previous one took long enough for many keys to change.
+   */
+  def preCopyAgain(partitions: Seq[Int]): Array[Array[Byte]] = {
+    val moving = partitions.distinct.sorted
+    val (progress, changed) = underCommitLock {
+      moving.foreach(i =>
+        if (!parts(i).tracksChanges) throw new SharedStateException(
+          s"State '${spec.name}' partition $i is not being pre-copied: no further round."))
+      (u, moving.map(parts(_).takeChangedKeys()))
+    }
+    moving.zip(changed).map { case (i, keys) =>
+      val entries = mutable.ArrayBuffer.empty[(Key, ValueSet)]
+      keys.forEach { k =>
+        val set = parts(i).get(k)
+        if (set != null) entries += (k -> set)
+      }
+      codec.SnapshotCodec.encode(new codec.PartitionCapture(spec.name, i, parts.length, progress, delta = true,
+          entries.toArray, Array.empty, null))
+    }.toArray
+  }
+
+  /** Ends the change tracking a [[preCopy]] started: the move it was for does not happen. */
+  def cancelPreCopy(partitions: Seq[Int]): Unit = underCommitLock(partitions.foreach(parts(_).stopTracking()))
+
+  /**
+   * Loads a pre-copy ([[preCopy]], then each [[preCopyAgain]] round, whose entries replace those of
+   * their keys) into partitions this holder does not serve yet: their entries,
+   * without the commit lock (commits of the other partitions go on; these have nothing staged, so no
+   * commit touches them). The delta of the hand-over then replaces what changed since ([[takeOver]]).
+   */
+  def preload(snapshots: Seq[Array[Byte]]): Seq[Int] = snapshots.map { b =>
+    val s = codec.SnapshotCodec.decode(b)
+    if (s.partitionCount != parts.length || s.staged.nonEmpty || (!s.delta && parts(s.partition).keyCount != 0))
+      throw new SharedStateException(s"State '${spec.name}': a pre-copy of partition ${s.partition} does not fit here.")
+    val p = parts(s.partition)
+    s.entries.foreach { case (k, set) => p.restore(k, set) }
+    s.partition
+  }
+
+  /**
+   * Forgets every entry of `partitions`: what [[preload]] loaded (the move did not happen), or what a
+   * pre-copied hand-over left here (the new owner took the partitions).
+   */
+  def release(partitions: Seq[Int]): Unit = underCommitLock(partitions.foreach(parts(_).clear()))
+
+  /**
    * Takes partitions another holder handed over (see [[handOver]]): their snapshots, which must be
-   * empty here, and their share of the uncommitted task batches, added to what those tasks staged here.
+   * empty here (or hold the pre-copy the delta snapshots complete, see [[preload]]), and their share of
+   * the uncommitted task batches, added to what those tasks staged here.
    */
   def takeOver(h: PartitionHandOver): Unit = underCommitLock {
     h.snapshots.foreach(b => restorePartition(codec.SnapshotCodec.decode(b)))

@@ -313,6 +313,13 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   def tracksChanges: Boolean = changed != null
 
+  /** Stops remembering changed keys (a live move's pre-copy is over, see State.preCopy). */
+  private[core] def stopTracking(): Unit = {
+    changedSwap.writeLock().lock()
+    try changed = null
+    finally changedSwap.writeLock().unlock()
+  }
+
   /**
    * The keys changed since the previous call (or since tracking began), and tracking starts afresh.
    * Called under the State's commit lock (no applier runs). Null when not tracking.

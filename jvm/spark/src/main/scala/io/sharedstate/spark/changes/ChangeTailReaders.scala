@@ -103,6 +103,11 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
 /**
  * Reads the query's subscription on one host: on the host itself it waits on the feed (woken when U
  * moves); from elsewhere it asks the host's frontier every `pollMs`. Spark interrupts it on stop.
+ *
+ * Once a partition of its group has moved live to another host (the route says so), the host's
+ * frontier is no longer its clock (a host that gave all its partitions away gets no more steps, and
+ * its subscription may be gone): it follows U of its partitions where they are now, and each range
+ * is read by scan there (the host answers "moved", see HostChangeFeeds.read).
  */
 private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
     extends ContinuousPartitionReader[InternalRow] {
@@ -112,15 +117,43 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
   private var buffer: Array[Change] = null // the resumed range is read at the first next()
   private var index = tail.start.index
   private var current: InternalRow = _
+  private var moved = false
+  private var routeCheckedAt = 0L
 
   private def frontier(beyond: Long): Long = {
-    val reached = HostChangeFeeds.frontier(node, tail.stateName, tail.incarnation, tail.feed, beyond, tail.waitMs)
-    if (!local && reached <= beyond) Thread.sleep(tail.pollMs)
-    reached
+    val reached =
+      if (moved) movedFrontier()
+      else
+        try HostChangeFeeds.frontier(node, tail.stateName, tail.incarnation, tail.feed, beyond, tail.waitMs)
+        catch {
+          case e: Exception if !HostChangeFeeds.interrupted(e) =>
+            if (checkMoved(force = true)) movedFrontier() else throw e
+        }
+    if (reached > beyond) reached
+    else {
+      val after = if (!moved && checkMoved(force = false)) movedFrontier() else reached
+      if ((moved || !local) && after <= beyond) Thread.sleep(tail.pollMs)
+      after
+    }
   }
 
+  // The route is asked at most once a second (from an executor it is a call to the driver).
+  private def checkMoved(force: Boolean): Boolean = {
+    val now = System.nanoTime()
+    if (force || now - routeCheckedAt > 1000000000L) {
+      routeCheckedAt = now
+      val owners = node.currentRoute(tail.stateName).owners
+      moved = tail.feed.partitions.exists(owners(_) != tail.feed.host)
+    }
+    moved
+  }
+
+  private lazy val client = node.client(tail.stateName) // routed to where the partitions are now
+
+  private def movedFrontier(): Long = tail.feed.partitions.map(client.updateProgressAt).min
+
   private def read(): Array[Change] =
-    HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, StateClient.of(tail.stateName))
+    HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, client)
 
   override def next(): Boolean =
     try {

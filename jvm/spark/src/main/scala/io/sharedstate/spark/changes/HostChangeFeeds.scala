@@ -20,8 +20,8 @@ import scala.util.control.NonFatal
  * The change stream in cluster mode: one change subscription per executor host, on the feed of that
  * host's own partitions (cluster.HostFeeds), and one input partition per host. The driver opens,
  * commits and closes the subscriptions; tasks read them on the host (a direct call) or from anywhere
- * else over the host's RPC endpoint. If the layout of partitions changes (a lost executor's partitions
- * rebuilt elsewhere) the stream reads that batch by scan and opens new subscriptions on the new
+ * else over the host's RPC endpoint. If the layout of partitions changes (a live move, or a lost
+ * executor's partitions rebuilt elsewhere) the stream reads that batch by scan and opens new subscriptions on the new
  * layout for the next; a task that cannot read its host's subscription scans the host's partitions
  * (routed to wherever they are now) for its range instead. Both give the same changes in the same
  * order, so offsets (U) and exactly-once are those of the scan path.
@@ -45,8 +45,12 @@ private[sharedstate] object HostChangeFeeds extends Logging {
   /** Where the State's partitions are now (the coordinator's route, on the driver). */
   def layout(stateName: String): StateRoute = StateAccess.clusterNode.currentRoute(stateName)
 
+  /**
+   * No partition moved between the two routes. The version counts moves, so a partition that moved
+   * away and back (owners as before) is a change too: its pairs of the meantime are in no host's feed.
+   */
   def sameLayout(a: StateRoute, b: StateRoute): Boolean =
-    a.incarnation == b.incarnation && a.owners.sameElements(b.owners)
+    a.incarnation == b.incarnation && a.version == b.version && a.owners.sameElements(b.owners)
 
   /**
    * Opens a subscription on every host of `route` from `from(host)`; None (and nothing left open) if a

@@ -41,6 +41,8 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   @volatile private var currentRoute: StateRoute = initialRoute
   // Held (write) while partitions move: routes are not handed out meanwhile.
   private val moving = new ReentrantReadWriteLock()
+  // One move at a time; taken before this controller's lock (the fence), which a pre-copy does not hold.
+  private val moveLock = new Object
   // Counts of the commit in flight, set by the journal when it sends the commit to the hosts.
   private var hostCounts: Seq[Committed] = Nil
   // A durable State: what the hosts rejected in the step under way (their answers, and the rebuild of
@@ -202,33 +204,96 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
    * the new owner fails, the old one takes them back and the move fails. Partitions already at
    * `target` stay. Returns one [[ClusterStateController.Move]] per group (the fence's length in ms).
    */
-  def move(partitions: Seq[Int], target: HostId, reason: String): Seq[ClusterStateController.Move] = synchronized {
-    if (keeperHosted) throw new SharedStateException(s"State '$name' is open read-only: the driver holds all its " +
-      "partitions while it follows its owner's changelog, so they do not move.")
-    partitions.foreach(p =>
-      if (p < 0 || p >= partitionCount) throw new SharedStateException(
-        s"State '$name' has partitions 0 to ${partitionCount - 1}; cannot move partition $p."))
-    val route = currentRoute
-    partitions.distinct.filter(route.owners(_) != target).groupBy(route.owners(_)).toSeq.sortBy(_._1.executorId).map {
-      case (from, group) => moveFrom(from, group.sorted, target, reason)
+  def move(partitions: Seq[Int], target: HostId, reason: String): Seq[ClusterStateController.Move] =
+    move(partitions, target, reason, preCopy = true)
+
+  /**
+   * [[move]]; `preCopy`: each group is copied to `target` first, while the State's commits go on
+   * (the old owner keeps serving it), so the fence sends only what changed since (see docs/elasticity.md).
+   * Without it, or if the pre-copy fails, the fence copies the whole partitions.
+   */
+  def move(partitions: Seq[Int], target: HostId, reason: String, preCopy: Boolean): Seq[ClusterStateController.Move] =
+    moveLock.synchronized {
+      if (keeperHosted) throw new SharedStateException(s"State '$name' is open read-only: the driver holds all its " +
+        "partitions while it follows its owner's changelog, so they do not move.")
+      partitions.foreach(p =>
+        if (p < 0 || p >= partitionCount) throw new SharedStateException(
+          s"State '$name' has partitions 0 to ${partitionCount - 1}; cannot move partition $p."))
+      val route = currentRoute
+      partitions.distinct.filter(route.owners(_) != target).groupBy(route.owners(_)).toSeq.sortBy(_._1.executorId).map {
+        case (from, group) =>
+          val copied = preCopy && copyAhead(from, group.sorted, target)
+          val m = synchronized(moveFrom(from, group.sorted, target, reason, copied))
+          // the entries the old owner kept after a pre-copied hand-over go, outside the fence
+          if (copied) endPreCopy(from, group.sorted, moved = true)
+          m
+      }
+    }
+
+  // Outside the fence: the old owner encodes the entries while it serves them, the new owner loads them.
+  private def copyAhead(from: HostId, partitions: Seq[Int], target: HostId): Boolean = {
+    val started = System.nanoTime()
+    try {
+      // Rounds while the last one carried much (keys change while it is copied): the fence's delta is what
+      // changes during the last, short round.
+      var round = 0
+      var bytes = Long.MaxValue
+      var total = 0L
+      try {
+        while (round < ClusterStateController.PreCopyRounds && bytes > ClusterStateController.PreCopyEnoughBytes) {
+          val snapshots = HostLink.await[Array[Array[Byte]]](
+            node.link(from).ask(PreCopy(name, incarnation, partitions.toArray, again = round > 0)), from, name,
+            partitions)
+          round += 1 // tracking runs at the old owner from here on
+          HostLink.await[Any](node.link(target).ask(Preload(spec, incarnation, snapshots)), target, name, partitions)
+          bytes = snapshots.map(_.length.toLong).sum
+          total += bytes
+        }
+      } catch {
+        case NonFatal(e) =>
+          if (round > 0) { endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false) }
+          throw e
+      }
+      logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} pre-copied from $from to $target in " +
+        s"${(System.nanoTime() - started) / 1000000} ms ($round round(s), $total bytes)")
+      true
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"State $name: no pre-copy of partition(s) ${partitions.mkString(", ")}; the fence copies them", e)
+        false
     }
   }
 
-  private def moveFrom(from: HostId, partitions: Seq[Int], target: HostId,
-      reason: String): ClusterStateController.Move = {
+  private def endPreCopy(at: HostId, partitions: Seq[Int], moved: Boolean): Unit =
+    try HostLink.await[Any](node.link(at).ask(EndPreCopy(name, incarnation, partitions.toArray, moved)), at, name,
+        partitions)
+    catch {
+      case NonFatal(e) => logWarning(s"State $name: $at did not end the pre-copy of ${partitions.mkString(", ")}", e)
+    }
+
+  private def moveFrom(from: HostId, partitions: Seq[Int], target: HostId, reason: String,
+      precopied: Boolean): ClusterStateController.Move = {
+    // A lost host's partitions were rebuilt elsewhere since the pre-copy: nothing moves.
+    if (precopied && partitions.exists(currentRoute.owners(_) != from)) {
+      endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false)
+      throw new SharedStateException(s"State '$name': partition(s) ${partitions.mkString(", ")} left $from while " +
+        s"they were copied to $target; move them again.")
+    }
     moving.writeLock().lock()
     try {
       val started = System.nanoTime()
       val version = currentRoute.version + 1
       val handOver = HostLink.await[PartitionHandOver](
-        node.link(from).ask(HandOver(name, incarnation, partitions.toArray, version)), from, name, partitions)
+        node.link(from).ask(HandOver(name, incarnation, partitions.toArray, version, precopied)), from, name,
+        partitions)
       val handedOver = System.nanoTime()
       def takeOver(at: HostId) = HostLink.await[Any](node.link(at).ask(TakeOver(spec, incarnation, handOver,
-            progressKeeper.progressImage, durable.map(_.source), version)), at, name, partitions)
+            progressKeeper.progressImage, durable.map(_.source), version, precopied)), at, name, partitions)
       try takeOver(target)
       catch {
         case NonFatal(e) =>
           takeOver(from)
+          if (precopied) endPreCopy(target, partitions, moved = false)
           throw new SharedStateException(s"State '$name': moving partition(s) ${partitions.mkString(", ")} from " +
               s"$from to $target failed (${e.getMessage}); they stay on $from.", e)
       }
@@ -361,6 +426,10 @@ private[sharedstate] object ClusterStateController {
 
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
+
+  /** A live move's pre-copy rounds at most, and the size of a round after which no further round is worth it. */
+  val PreCopyRounds = 4
+  val PreCopyEnoughBytes: Long = 512L * 1024
 
   /**
    * A durable cluster State: its journal (the Delta changelog), where hosts rebuild partitions from,

@@ -37,6 +37,8 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     extends RpcBridge.Handler with Logging {
   import HostService.Hosted
   private val hosted = new ConcurrentHashMap[String, Hosted]()
+  // A live move's pre-copy for a State this host serves no partition of yet: (incarnation, State).
+  private val preloaded = new ConcurrentHashMap[String, (Long, State)]()
 
   override def handle(message: Any): Any = message match {
     case Host(spec, incarnation, partitions, source, after) =>
@@ -50,9 +52,15 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case Drop(state) => drop(state); true
     case KeepCounts(state, inc, applied, rejected, writerCounts, log) =>
       hostedState(state, inc).adopted.keep(applied, rejected, writerCounts, log); true
-    case HandOver(state, inc, partitions, version) => handOver(state, inc, partitions, version)
-    case TakeOver(spec, inc, handOver, progress, source, version) =>
-      takeOver(spec, inc, handOver, progress, source, version); true
+    case HandOver(state, inc, partitions, version, precopied) => handOver(state, inc, partitions, version, precopied)
+    case TakeOver(spec, inc, handOver, progress, source, version, precopied) =>
+      takeOver(spec, inc, handOver, progress, source, version, precopied); true
+    case PreCopy(state, inc, partitions, again) =>
+      val h = hostedState(state, inc)
+      h.serve(partitions.foreach(h.check))
+      if (again) h.state.preCopyAgain(partitions.toSeq) else h.state.preCopy(partitions.toSeq)
+    case Preload(spec, inc, snapshots) => preload(spec, inc, snapshots); true
+    case EndPreCopy(state, inc, partitions, moved) => endPreCopy(state, inc, partitions, moved); true
     case m: Lifecycle => lifecycle(m)
     case Stage(state, inc, writer, epoch, task, keys, times, values, rejected, version) =>
       val batch = new UpdateBatch
@@ -66,10 +74,11 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case GetChanges(state, inc, partition, from, until) => changes(state, inc, partition, from, until)
     case m: HostFeedMessages.HostFeedRequest =>
       val h = hostedState(m.state, m.incarnation)
-      // A read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not hold one off.
+      // An open or a read of the partitions' pairs is held off by a hand-over; a wait for the frontier must not be.
       m match {
-        case _: HostFeedMessages.ReadHostFeed => h.serve(HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m))
-        case _ => HostFeeds.serve(h.state, h.partitions.toSeq, h.movedAway, m)
+        case _: HostFeedMessages.ReadHostFeed | _: HostFeedMessages.OpenHostFeed =>
+          h.serve(HostFeeds.serve(h.state, h.ownership, m))
+        case _ => HostFeeds.serve(h.state, h.ownership, m)
       }
     case GetHostProgress(state, inc) => hostedState(state, inc).state.updateProgress
     case GetRejected(state, inc) =>
@@ -181,26 +190,63 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
    * `partitions` is served from here on, those waiting for U are answered "moved", and the partitions
    * with their share of uncommitted task batches leave this host's State.
    */
-  private def handOver(state: String, incarnation: Long, partitions: Array[Int], version: Long): PartitionHandOver = {
+  private def handOver(state: String, incarnation: Long, partitions: Array[Int], version: Long,
+      precopied: Boolean): PartitionHandOver = {
     val h = hostedState(state, incarnation)
     h.exclusively {
       h.routeVersion = math.max(h.routeVersion, version)
       partitions.foreach(h.check)
       h.partitions = h.partitions -- partitions
       h.movedAway = h.movedAway ++ partitions
+      h.handedOverAt = h.handedOverAt ++ partitions.map(_ -> version)
       h.failWaiting(partitions.toSet)
-      val out = h.state.handOver(partitions.toSeq)
+      val out = h.state.handOver(partitions.toSeq, precopied)
       logInfo(s"State $state: partition(s) ${partitions.mkString(", ")} handed over by $id")
       out
     }
   }
 
+  /**
+   * A live move's pre-copy at the new owner: the entries go into the live State if this host serves
+   * some of its partitions (they stay unserved until the take-over), else into a State of their own
+   * that the take-over starts from (a host with none of the partitions gets no steps meanwhile).
+   */
+  private def preload(spec: StateSpec, incarnation: Long, snapshots: Array[Array[Byte]]): Unit = {
+    val current = hosted.get(spec.name)
+    if (current != null && current.incarnation == incarnation && current.partitions.nonEmpty) {
+      current.state.preload(snapshots.toSeq)
+    } else {
+      val state = new State(spec)
+      state.preload(snapshots.toSeq)
+      Option(preloaded.put(spec.name, incarnation -> state)).foreach(_._2.close())
+    }
+  }
+
+  private def endPreCopy(state: String, incarnation: Long, partitions: Array[Int], moved: Boolean): Unit = {
+    Option(preloaded.remove(state)).foreach(_._2.close())
+    val h = hosted.get(state)
+    if (h != null && h.incarnation == incarnation) {
+      val here = partitions.filter(h.partitions.contains)
+      val away = partitions.filterNot(h.partitions.contains)
+      if (!moved) h.state.cancelPreCopy(here.toSeq)
+      h.state.release(away.toSeq) // kept by a pre-copied hand-over, or preloaded for a move that failed
+    }
+  }
+
   /** A live move at the new owner (or back at the old one, should the new one have failed). */
   private def takeOver(spec: StateSpec, incarnation: Long, handOver: PartitionHandOver, progress: ProgressImage,
-      source: Option[PartitionSource], version: Long): Unit = {
+      source: Option[PartitionSource], version: Long, precopied: Boolean): Unit = {
     val current = hosted.get(spec.name)
-    // A host that held none of the State's partitions got no steps meanwhile: it starts afresh.
-    if (current != null && current.incarnation == incarnation && current.partitions.nonEmpty) current.exclusively {
+    val fresh = Option(preloaded.remove(spec.name)).flatMap { case (inc, s) =>
+      if (inc == incarnation && precopied) Some(s) else { s.close(); None }
+    }
+    // A host that held none of the State's partitions got no steps meanwhile: it starts afresh (from the
+    // pre-copy loaded for it, if any). The delta of a pre-copied move goes onto what is here otherwise.
+    val inPlace = current != null && current.incarnation == incarnation &&
+      (current.partitions.nonEmpty || (precopied && fresh.isEmpty))
+    if (precopied && !inPlace && fresh.isEmpty) throw new SharedStateException(
+      s"State '${spec.name}': ${id} has no pre-copy of partition(s) ${handOver.partitions.mkString(", ")}.")
+    if (inPlace) current.exclusively {
       current.routeVersion = math.max(current.routeVersion, version)
       current.state.takeOver(handOver)
       current.partitions = current.partitions ++ handOver.partitions
@@ -208,7 +254,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     }
     else {
       if (current != null) current.state.close()
-      val state = new State(spec)
+      val state = fresh.getOrElse(new State(spec))
       state.restoreProgress(progress)
       state.takeOver(handOver)
       val h = new Hosted(incarnation, state, BitSet(handOver.partitions.toIndexedSeq: _*), id, source)
@@ -232,6 +278,7 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
   private def drop(state: String): Unit = {
     val old = hosted.remove(state)
     if (old != null) old.state.close()
+    Option(preloaded.remove(state)).foreach(_._2.close())
     onDrop(state)
   }
 
@@ -295,6 +342,11 @@ private[sharedstate] object HostService {
 
     /** The route version of the last move this host took part in: stages split by an older route are refused. */
     @volatile var routeVersion: Long = 0L
+
+    /** Per partition this host handed over, the route version of its last hand-over (change feeds, see HostFeeds). */
+    @volatile var handedOverAt: Map[Int, Long] = Map.empty
+
+    def ownership: HostFeeds.Ownership = HostFeeds.Ownership(partitions.toSeq, movedAway, handedOverAt, routeVersion)
     // Asynchronous fetches waiting for U here, by partition: a hand-over answers them "moved".
     private val waiting = new ConcurrentHashMap[CompletableFuture[FetchAnswer], Integer]()
 

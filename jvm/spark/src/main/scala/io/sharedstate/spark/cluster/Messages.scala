@@ -48,15 +48,36 @@ private[sharedstate] object Messages {
    * (requests for them are answered with [[PartitionMovedException]], asynchronous fetches waiting
    * for them too) and hands them over: answered with the core PartitionHandOver.
    */
-  final case class HandOver(state: String, incarnation: Long, partitions: Array[Int], routeVersion: Long)
+  final case class HandOver(state: String, incarnation: Long, partitions: Array[Int], routeVersion: Long,
+      precopied: Boolean = false)
+
+  /**
+   * A live move's pre-copy, at the old owner, before the fence: the partitions' applied entries as
+   * full snapshots (core State.preCopy), taken while it keeps serving them; their changed keys are
+   * tracked from here on, so the [[HandOver]] (`precopied`) sends only what changed since. `again`:
+   * a further round, the entries of the keys changed since the previous one (core State.preCopyAgain).
+   */
+  final case class PreCopy(state: String, incarnation: Long, partitions: Array[Int], again: Boolean = false)
+
+  /** The pre-copy, at the new owner, before the fence: it loads the entries into partitions it does not serve yet. */
+  final case class Preload(spec: StateSpec, incarnation: Long, snapshots: Array[Array[Byte]])
+
+  /**
+   * The end of a pre-copy: at the old owner, tracking stops (the move did not happen) or the entries
+   * it kept after a pre-copied hand-over are forgotten (it did); at the new owner, what [[Preload]]
+   * loaded is forgotten (it did not).
+   */
+  final case class EndPreCopy(state: String, incarnation: Long, partitions: Array[Int], moved: Boolean)
 
   /**
    * A live move, at the new owner: it serves the partitions handed over from now on. A host new to
    * the State starts it from `progress` (the coordinator's, equal to every host's inside the fence);
-   * `source`: a durable State's tables (the host hands what steps reject to the driver).
+   * `source`: a durable State's tables (the host hands what steps reject to the driver). `precopied`:
+   * the snapshots are deltas onto what [[Preload]] loaded here (or, back at the old owner after a
+   * failed take-over, onto the entries it kept).
    */
   final case class TakeOver(spec: StateSpec, incarnation: Long, handOver: PartitionHandOver, progress: ProgressImage,
-      source: Option[PartitionSource], routeVersion: Long)
+      source: Option[PartitionSource], routeVersion: Long, precopied: Boolean = false)
 
   /**
    * What a host left with none of the State's partitions counted (applied and rejected updates,

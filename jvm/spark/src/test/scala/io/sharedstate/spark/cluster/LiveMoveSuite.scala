@@ -1,5 +1,7 @@
 package io.sharedstate.spark.cluster
 
+import io.sharedstate.spark.changes.{ChangePosition, HostChangeFeeds, HostChangeTail, HostChangeTailReader, HostFeed}
+import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 import io.sharedstate.spark.cluster.Messages._
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
@@ -101,6 +103,66 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
     assert(driver.metrics.updatesRejected == oracle.metrics.updatesRejected)
   }
 
+  test("moves with and without a pre-copy while a writer commits and fetches run: the data of a State never moved") {
+    hostC
+    for (preCopy <- Seq(true, false)) {
+      val (driver, n, spec) = setUp(s"concurrent-$preCopy")
+      val oracle = new State(spec)
+      val client = new RecoveringStateClient(spec.name, n)
+      driver.registerWriter("w"); oracle.registerWriter("w")
+      val random = new Random(21)
+      // the oracle commits first: whatever U the driver reports, the oracle has applied as much
+      def commit(epoch: Long): Unit = {
+        val progress = stageEpoch(client, oracle, epoch, random) - 300
+        oracle.commitEpoch("w", epoch, progress); driver.commitEpoch("w", epoch, progress)
+      }
+      (0L until 3L).foreach(commit)
+      val stop = new java.util.concurrent.atomic.AtomicBoolean(false)
+      val failures = new java.util.concurrent.ConcurrentLinkedQueue[Throwable]()
+      val (epochs, fetchRounds) =
+        (new java.util.concurrent.atomic.AtomicLong(3), new java.util.concurrent.atomic.AtomicLong)
+      def running(body: => Unit): Thread = {
+        val t = new Thread(() =>
+          try while (!stop.get()) body
+          catch { case e: Throwable => failures.add(e) })
+        t.start(); t
+      }
+      val writer = running { commit(epochs.getAndIncrement()) }
+      val fetcher = running {
+        // final answers only (below U): each request answered once, as the State that never moved answers it
+        val at = driver.updateProgress - 1 - random.nextInt(800)
+        val requests = (0 until 60).map(k => FetchRequest(new Key(key(k)), at))
+        val answers = client.fetch(requests)
+        assert(answers.size == requests.size)
+        requests.zip(answers).foreach { case (r, a) => assertSame(a, oracle.fetch(r)) }
+        fetchRounds.incrementAndGet()
+      }
+      Thread.sleep(200)
+      driver.move(Seq(0, 2), hostB.id, "move", preCopy)
+      Thread.sleep(200)
+      driver.move(Seq(1, 4), hostC.id, "move", preCopy) // C is new to the State
+      Thread.sleep(200)
+      driver.move(0 until 6, hostA.id, "move", preCopy)
+      Thread.sleep(200)
+      stop.set(true); writer.join(); fetcher.join()
+      failures.forEach(e => throw e)
+      assert(epochs.get > 6 && fetchRounds.get > 3, s"the writer and the fetches ran during the moves ($preCopy)")
+      // every partition, where it is now, holds what the oracle holds: nothing lost, nothing applied twice
+      for (p <- 0 until 6) {
+        val owner = driver.route.owners(p)
+        val bytes = HostLink.await[Array[Byte]](n.link(owner).ask(EncodePartition(spec.name, driver.incarnation, p)),
+          owner, spec.name, Seq(p))
+        def show(s: io.sharedstate.core.codec.PartitionSnapshot) =
+          (s.entries.map { case (k, v) =>
+              (new String(k.bytes, UTF_8), (0 until v.size).map(i => (v.timeAt(i), new String(v.valueAt(i), UTF_8))))
+            }.sortBy(_._1), s.staged.map { case (k, t, v) => (new String(k.bytes, UTF_8), t, new String(v, UTF_8)) })
+        val want = io.sharedstate.core.codec.SnapshotCodec.decode(oracle.snapshotPartition(p))
+        assert(show(io.sharedstate.core.codec.SnapshotCodec.decode(bytes)) == show(want), s"partition $p ($preCopy)")
+      }
+      assert(driver.metrics.keys == oracle.metrics.keys)
+    }
+  }
+
   test("a stage split by the route before a move is answered 'moved' and sent again on the new route") {
     val (driver, n, spec) = setUp("stale-stage")
     val oracle = new State(spec)
@@ -137,6 +199,84 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
     driver.move(Seq(new Key(key(onB)).partition(6)), hostC.id, "move")
     driver.commitEpoch("w", 0L, maxTime); oracle.commitEpoch("w", 0L, maxTime)
     assertSame(waiting.get(10, TimeUnit.SECONDS), oracle.fetch(request))
+  }
+
+  test("a partition that moves away and back between two reads of the change feeds: each of its pairs once") {
+    // Both hosts keep other partitions, so their subscriptions stay open through the moves: the pairs
+    // partition 0 got at B never went through A's feed, and B's feed has them though B's subscription
+    // does not cover partition 0. The owners end as they began (the planner must still see the moves).
+    val (driver, n, spec) = setUp("round-trip-feed")
+    val oracle = new State(spec)
+    val client = new RecoveringStateClient(spec.name, n)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val random = new Random(13)
+    def commit(epoch: Long): Long = {
+      val progress = stageEpoch(client, oracle, epoch, random) - 300
+      val got = driver.commitEpoch("w", epoch, progress)
+      assert(got.updateProgress == oracle.commitEpoch("w", epoch, progress).updateProgress)
+      got.updateProgress
+    }
+    def show(cs: Array[io.sharedstate.core.Change]): Seq[(String, Long, String)] =
+      cs.toSeq.map(c => (new String(c.key, UTF_8), c.time, new String(c.value, UTF_8)))
+    val start = driver.updateProgress
+    val feeds = HostChangeFeeds.open(n, driver.route, _ => start, () => driver.route).get
+    def read(f: HostFeed, from: Long, until: Long) =
+      show(HostChangeFeeds.read(n, spec.name, driver.route.incarnation, f, from, until, client))
+    val u0 = commit(0L)
+    for (f <- feeds.feeds) assert(read(f, start, u0) == show(oracle.mergedChanges(start, u0, f.partitions.toSeq)))
+    HostChangeFeeds.commit(n, feeds, u0)
+    // between this read and the next: partition 0 goes to B, an epoch is applied there, and it comes back
+    driver.move(Seq(0), hostB.id, "move")
+    val u1 = commit(1L)
+    assert(oracle.changes(0, u0, u1).nonEmpty, "partition 0 got pairs while it was on B")
+    driver.move(Seq(0), hostA.id, "move")
+    val u2 = commit(2L)
+    assert(driver.route.owners.sameElements(feeds.route.owners))
+    // a batch planned before the moves, read after them, gets every pair from the kept subscriptions
+    for (f <- feeds.feeds) {
+      assert(read(f, u0, u2) == show(oracle.mergedChanges(u0, u2, f.partitions.toSeq)), s"${f.host}")
+    }
+    // and the planner sees the moves although the owners are as they were: the next batch is read by scan
+    assert(!HostChangeFeeds.sameLayout(feeds.route, driver.route))
+    HostChangeFeeds.close(n, feeds)
+  }
+
+  test("a continuous host reader whose host gives all its partitions away goes on with them, each pair once") {
+    val (driver, n, spec) = setUp("continuous-away")
+    val oracle = new State(spec)
+    val client = new RecoveringStateClient(spec.name, n)
+    driver.registerWriter("w"); oracle.registerWriter("w")
+    val random = new Random(17)
+    def commit(epoch: Long): Long = {
+      val progress = stageEpoch(client, oracle, epoch, random) - 300
+      oracle.commitEpoch("w", epoch, progress); driver.commitEpoch("w", epoch, progress).updateProgress
+    }
+    val start = driver.updateProgress
+    val feeds = HostChangeFeeds.open(n, driver.route, _ => start, () => driver.route).get
+    val group = driver.route.partitionsOf(hostA.id) // A is this JVM: its reader waits on its feed
+    val reader = new HostChangeTailReader(
+      HostChangeTail(spec.name, driver.incarnation, feeds.feedOf(hostA.id).get,
+        ChangePosition(group.min, start, start, 0, group), 50L, 5L),
+      new ChangeRows(StateSchemas.of(spec)),
+      n
+    )
+    val u0 = commit(0L)
+    def take(count: Int): Seq[Long] = {
+      val taking = java.util.concurrent.Executors.newSingleThreadExecutor()
+      try taking.submit(() =>
+          (0 until count).map { _ =>
+            assert(reader.next()); reader.get().getLong(2)
+          }).get(60, TimeUnit.SECONDS)
+      finally taking.shutdownNow()
+    }
+    def want(from: Long, until: Long) =
+      oracle.mergedChanges(from, until, group).toSeq.map(_.time)
+    val before = take(want(start, u0).size)
+    assert(before == want(start, u0))
+    driver.move(group, hostB.id, "move") // A holds none of the State now: its feed stops
+    val u2 = (1L to 2L).map(commit).last
+    assert(take(want(u0, u2).size) == want(u0, u2), "the pairs after the move, from where the partitions are now")
+    HostChangeFeeds.close(n, feeds)
   }
 
   test("a rebalance plan spreads partitions evenly with the fewest moves, leaving hosts emptied, lost ones kept") {

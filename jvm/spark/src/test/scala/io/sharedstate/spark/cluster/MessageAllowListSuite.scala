@@ -70,6 +70,10 @@ class MessageAllowListSuite extends AnyFunSuite {
     Ping,
     Drop("s"),
     HandOver("s", 1L, Array(0, 2), 3L),
+    HandOver("s", 1L, Array(0, 2), 3L, precopied = true),
+    PreCopy("s", 1L, Array(0)),
+    Preload(spec, 1L, Array(Array[Byte](1, 2))),
+    EndPreCopy("s", 1L, Array(0), moved = true),
     TakeOver(
       spec,
       3L,

@@ -7,8 +7,12 @@ package io.sharedstate.core
  */
 object MemoryEstimate {
 
-  /** Key object and its byte array header, the map node and its table slot, the ValueSet and its three array headers. */
-  val PerKey: Long = 48 + 16 + 32 + 8 + 24 + 3 * 16
+  /**
+   * Key object and its byte array header; two slots of the key table (it keeps at most half of its
+   * slots in use), each a 4-byte hash, a key and a set reference; the packed ValueSet array's header
+   * and its pair count (see [[ValueSet]]).
+   */
+  val PerKey: Long = 48 + 16 + 2 * (4 + 4 + 4) + 16 + 8
 
   /** The end offset of each value in the packed ValueSet. */
   val PerVersion: Long = 4

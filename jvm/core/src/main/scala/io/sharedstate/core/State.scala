@@ -249,6 +249,20 @@ final class State(val spec: StateSpec) {
 
   /** Read-committed `latest`: the newest pair with timestamp <= t, answered only when t < U. */
   def fetchLatest(key: Key, t: Long): FetchAnswer.LatestAnswer = {
+    if (partialView == null) {
+      // The common case without the request object and rule dispatch: the checks and the answer are
+      // the ones fetch(FetchRequest(key, t)) makes (latest is always allowed; its lower bound is t).
+      checkNotOvertaken(t)
+      if (t >= u) FetchAnswer.NotYet
+      else {
+        val a = FetchRule.Latest.answer(partitionOf(key).getCompacted(key, compactionHorizon), t)
+        checkNotOvertaken(t)
+        a
+      }
+    } else fetchLatestScoped(key, t)
+  }
+
+  private def fetchLatestScoped(key: Key, t: Long): FetchAnswer.LatestAnswer = {
     val request = FetchRequest(key, t)
     checkFetch(request)
     if (t >= u) FetchAnswer.NotYet

@@ -3,7 +3,7 @@ package io.sharedstate.core
 import io.sharedstate.core.compaction.CompactionRule
 import io.sharedstate.core.rules.UpdateRule
 import java.util.Arrays
-import java.util.concurrent.{Callable, ConcurrentHashMap, ForkJoinPool}
+import java.util.concurrent.{Callable, ForkJoinPool}
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable.ArrayBuffer
@@ -12,16 +12,18 @@ import scala.collection.mutable.ArrayBuffer
  * One partition of a State: the applied entries (key -> ValueSet) and the staged updates that wait
  * for update progress to pass them.
  *
- * Readers never lock: entries are immutable ValueSets published through a ConcurrentHashMap.
- * Staging and applying are called by one committer at a time (the State's commit lock). Applying
- * groups the ready updates into one chain per key, in (timestamp, arrival) order, and runs the chains
- * in parallel (TStream): each key has exactly one applier, so no lock is needed, and each entry is
- * published with a compare-and-set so a concurrent compaction of the same entry is never lost.
+ * Readers never lock: entries are immutable ValueSets (their packed arrays) published through a
+ * [[KeyTable]]. Staging and applying are called by one committer at a time (the State's commit lock).
+ * Applying groups the ready updates into one chain per key, in (timestamp, arrival) order, and runs
+ * the chains in parallel (TStream): each key has exactly one applier, so no lock is needed, and each
+ * entry is published with a compare-and-set so a concurrent compaction of the same entry is never
+ * lost. Keys new to the partition are inserted after the chains, by the committer, once the table
+ * has been grown for exactly that many (so the table never grows while appliers run).
  */
 final class StatePartition(val id: Int, rule: UpdateRule, compaction: CompactionRule) {
   def this(id: Int, rule: UpdateRule) = this(id, rule, CompactionRule.KeepLatest)
 
-  private val entries = new ConcurrentHashMap[Key, ValueSet]()
+  private val entries = new KeyTable()
   private val readsPrevious = rule.readsPrevious
   private val staged = new StagedUpdates
   private val heldBytes = new AtomicLong()
@@ -35,7 +37,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   // under the read lock, so a capture (write lock) never swaps between its publish and its add.
   @volatile private var changed: java.util.Set[Key] = null
   private val changedSwap = new java.util.concurrent.locks.ReentrantReadWriteLock()
-  private var sweepCursor: java.util.Iterator[java.util.Map.Entry[Key, ValueSet]] = null
+  private var sweepCursor: KeyTable#Cursor = null
 
   def stage(key: Key, time: Long, value: Array[Byte]): Unit = staged.add(key, time, value, null)
   def stage(key: Key, time: Long, value: Array[Byte], origin: UpdateOrigin): Unit = staged.add(key, time, value, origin)
@@ -69,7 +71,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val out = ArrayBuffer.empty[Change]
     keys.foreach { key =>
       if (touched.add(key)) {
-        val set = entries.get(key)
+        val set = get(key)
         if (set != null) {
           var j = set.firstIndexAtOrAfter(from)
           while (j < set.size && set.timeAt(j) < progress) {
@@ -92,6 +94,12 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private[core] def compactionRule: CompactionRule = compaction
 
   /**
+   * Makes room for `keys` more keys, so chains that publish new keys ([[publishEntry]] with no
+   * `before`) never need the table to grow; called by the committer before it runs them.
+   */
+  private[core] def reserveKeys(keys: Int): Unit = entries.reserve(keys)
+
+  /**
    * Publishes `after` as the entry of `key` if it is still `before` (a compare-and-set, as the chains
    * of [[applyBefore]] publish), counting `applied` updates and `pairsDropped` compacted pairs.
    * False when a compaction replaced the entry meanwhile: rebuild from the new entry and retry.
@@ -99,7 +107,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private[core] def publishEntry(
       key: Key, before: ValueSet, after: ValueSet, applied: Int, pairsDropped: Int): Boolean = {
     val published =
-      if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
+      if (before == null) entries.insert(key, after.packed) else entries.replace(key, before.packed, after.packed)
     if (published) {
       val c = changed
       if (c != null) c.add(key)
@@ -112,14 +120,16 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private def applyReady(ready: StagedUpdates, horizon: Long, rejected: RejectedUpdate => Unit): Int = {
     if (ready == null) 0
     else {
-      // At least twice as many slots as keys that can be involved: runs of one bin stay short.
-      val keysInvolved = math.max(16L, entries.size.toLong + ready.size)
-      val tableHint = math.min(1 << 30, java.lang.Long.highestOneBit(keysInvolved).toInt * 4)
-      val order = ready.orderByKeyHash(tableHint)
+      // Ordered by the key table's own slots, so the chains' look-ups walk the table in order (its lines
+      // are fetched ahead instead of missed one by one); with at least twice as many bins as updates,
+      // so runs of one bin stay short when the table is still small.
+      val spread = math.min(1 << 30, java.lang.Integer.highestOneBit(math.max(16, ready.size)) * 4)
+      val order = ready.orderByKeyHash(math.max(entries.capacity, spread))
       val segments = StatePartition.segments(order, ready)
       val applied = new AtomicLong()
       val failures = new java.util.concurrent.ConcurrentLinkedQueue[RejectedUpdate]()
-      def run(a: Int, b: Int): Unit = applied.addAndGet(applySegment(ready, order, a, b, horizon, failures))
+      val fresh = new java.util.concurrent.ConcurrentLinkedQueue[StatePartition.Fresh]()
+      def run(a: Int, b: Int): Unit = applied.addAndGet(applySegment(ready, order, a, b, horizon, failures, fresh))
       if (segments.length <= 2) run(segments(0), segments(1))
       else {
         val tasks = new java.util.ArrayList[Callable[Unit]]()
@@ -131,23 +141,40 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         }
         ForkJoinPool.commonPool().invokeAll(tasks).forEach(_.get())
       }
+      insertFresh(fresh)
       failures.forEach(r => rejected(r))
       appliedCount.addAndGet(applied.get())
       applied.get().toInt
     }
   }
 
-  // Runs the chains of order[a, b): runs of one table bin, split by key equality. Byte and pair counts
-  // are summed locally and published once per segment.
-  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
-      failures: java.util.Queue[RejectedUpdate]): Long = {
+  // The keys new to the partition, built by their chains: the table grows once for all of them, then
+  // they are inserted (still before U is published, so no reader can ask for them yet).
+  private def insertFresh(fresh: java.util.Queue[StatePartition.Fresh]): Unit = if (!fresh.isEmpty) {
+    entries.reserve(fresh.size)
     val acc = new StatePartition.Accounting
-    try applySegment(ready, order, a, b, horizon, failures, acc)
-    finally publish(acc)
+    val c = changed
+    fresh.forEach { f =>
+      if (!entries.insert(f.key, f.set.packed)) throw new IllegalStateException("a new key was inserted twice")
+      if (c != null) c.add(f.key)
+      acc.add(f.key, null, f.set, f.pairsDropped)
+    }
+    publish(acc)
+  }
+
+  // Runs the chains of order[a, b): runs of one table bin, split by key equality. Byte and pair counts
+  // are summed locally and published once per segment; new keys go to `fresh`.
+  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+      failures: java.util.Queue[RejectedUpdate], fresh: java.util.Queue[StatePartition.Fresh]): Long = {
+    val acc = new StatePartition.Accounting
+    val news = new java.util.ArrayList[StatePartition.Fresh]()
+    try applySegment(ready, order, a, b, horizon, failures, acc, news)
+    finally { publish(acc); fresh.addAll(news) }
   }
 
   private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
-      failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting): Long = {
+      failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting,
+      fresh: java.util.List[StatePartition.Fresh]): Long = {
     var applied = 0L
     var i = a
     val chain = new ArrayBuffer[Int]()
@@ -158,10 +185,12 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       while (j < b && (order(j) >> 32).toInt == hash) j += 1
       if (j - i == 1) {
         single(0) = order(i).toInt
-        applied += applyChain(ready, single, horizon, failures, acc)
+        applied += applyChain(ready, single, horizon, failures, acc, fresh)
       } else {
         // Keys sharing a bin: pick out each key's updates (already in arrival order).
-        val idx = (i until j).map(k => order(k).toInt).toArray
+        val idx = new Array[Int](j - i)
+        var k = 0
+        while (k < idx.length) { idx(k) = order(i + k).toInt; k += 1 }
         val done = new Array[Boolean](idx.length)
         var p = 0
         while (p < idx.length) {
@@ -173,7 +202,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
               if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
               q += 1
             }
-            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc)
+            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc,
+              fresh)
           }
           p += 1
         }
@@ -184,18 +214,20 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
+  // A key new to the partition is handed to `fresh` instead (see insertFresh).
   private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long,
       failures: java.util.Queue[RejectedUpdate],
-      acc: StatePartition.Accounting): Long = {
+      acc: StatePartition.Accounting, fresh: java.util.List[StatePartition.Fresh]): Long = {
     val key = ready.keys(chain(0))
-    var extraBytes = 0
-    chain.foreach(c => extraBytes += ready.values(c).length)
     while (true) {
-      val before = entries.get(key)
-      val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, extraBytes)
-      val rejected = new ArrayBuffer[RejectedUpdate](0)
+      val before = get(key)
+      val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, 0)
+      var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
       var applied = 0L
-      chain.foreach { c =>
+      var n = 0
+      while (n < chain.length) {
+        val c = chain(n)
+        n += 1
         val t = ready.times(c)
         val incoming = ready.values(c)
         try {
@@ -206,6 +238,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         } catch {
           case e: Exception =>
             val o = ready.origins(c)
+            if (rejected == null) rejected = new ArrayBuffer[RejectedUpdate](1)
             rejected += RejectedUpdate(
               key.bytes,
               t,
@@ -217,16 +250,20 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
             )
         }
       }
-      if (applied == 0 && before == null) { rejected.foreach(failures.add); return 0L }
+      // Rejections are handed over once the chain's result stands (a retry rebuilds them).
+      if (applied == 0 && before == null) { if (rejected != null) rejected.foreach(failures.add); return 0L }
       val built = b.result()
       val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
-      val published =
-        if (before == null) entries.putIfAbsent(key, after) == null else entries.replace(key, before, after)
-      if (published) {
+      if (before == null) {
+        fresh.add(new StatePartition.Fresh(key, after, built.size - after.size))
+        if (rejected != null) rejected.foreach(failures.add)
+        return applied
+      }
+      if (entries.replace(key, before.packed, after.packed)) {
         val c = changed
         if (c != null) c.add(key)
         acc.add(key, before, after, pairsDropped = built.size - after.size)
-        rejected.foreach(failures.add)
+        if (rejected != null) rejected.foreach(failures.add)
         return applied
       }
     }
@@ -246,14 +283,17 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
 
-  def get(key: Key): ValueSet = entries.get(key)
+  def get(key: Key): ValueSet = {
+    val packed = entries.get(key)
+    if (packed == null) null else new ValueSet(packed)
+  }
 
   /**
    * The entry of `key`, compacted below `horizon` first when the compaction rule has something to
    * drop (lazy compaction on access). Lock-free: the compacted set is published only if the entry did
    * not change meanwhile; either way the returned set answers fetches at or above the horizon alike.
    */
-  def getCompacted(key: Key, horizon: Long): ValueSet = compacted(key, entries.get(key), horizon)
+  def getCompacted(key: Key, horizon: Long): ValueSet = compacted(key, get(key), horizon)
 
   /** `set`, read from [[get]], compacted below `horizon` as [[getCompacted]] would. */
   def compacted(key: Key, set: ValueSet, horizon: Long): ValueSet =
@@ -262,7 +302,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
     val compacted = compaction.compact(set, horizon)
-    if ((compacted ne set) && entries.replace(key, set, compacted)) {
+    if ((compacted ne set) && entries.replace(key, set.packed, compacted.packed)) {
       if (changed != null) {
         changedSwap.readLock().lock()
         try { val c = changed; if (c != null) c.add(key) }
@@ -287,11 +327,11 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         var restarted = false
         while (examined < maxEntries && !(restarted && (sweepCursor == null || !sweepCursor.hasNext))) {
           if (sweepCursor == null || !sweepCursor.hasNext) {
-            sweepCursor = entries.entrySet().iterator(); restarted = true
+            sweepCursor = entries.cursor(); restarted = true
           }
           if (sweepCursor.hasNext) {
-            val e = sweepCursor.next()
-            compactEntry(e.getKey, e.getValue, horizon)
+            val (key, packed) = sweepCursor.next()
+            compactEntry(key, new ValueSet(packed), horizon)
             examined += 1
           }
         }
@@ -301,7 +341,11 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   /** Puts a restored entry (from a snapshot); only before the partition is in use. */
   private[core] def restore(key: Key, set: ValueSet): Unit = {
-    val before = entries.put(key, set)
+    val before = get(key)
+    if (before == null) {
+      entries.reserve(1)
+      entries.insert(key, set.packed)
+    } else entries.replace(key, before.packed, set.packed)
     account(key, before, set, 0)
   }
 
@@ -368,7 +412,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   def pairsCompacted: Long = compactedPairs.get()
 
   /** A weakly consistent view of the entries, for scans such as an as-of read. */
-  def foreachEntry(f: (Key, ValueSet) => Unit): Unit = entries.forEach((k, v) => f(k, v))
+  def foreachEntry(f: (Key, ValueSet) => Unit): Unit = entries.foreach((k, p) => f(k, new ValueSet(p)))
 
   /** The staged updates in arrival order, for changelog and snapshot writers. */
   def foreachStaged(f: (Key, Long, Array[Byte]) => Unit): Unit = staged.foreach(f)
@@ -376,6 +420,9 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
 object StatePartition {
   private val NoChanges = new Array[Change](0)
+
+  /** A key new to the partition with its first set, built by its chain, inserted by the committer. */
+  private final class Fresh(val key: Key, val set: ValueSet, val pairsDropped: Int)
 
   /** Changes to a partition's counters, summed by one thread and published at once. */
   private final class Accounting {

@@ -48,6 +48,8 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
       Arrays.sort(arr, ChainOp.Order)
       new OperationChain(states(s).partitionOf(key), key, arr, horizons(s))
     }.toArray
+    // New keys are published by their chains: room for them first (one chain per key, at most).
+    built.groupBy(_.partition).foreach { case (p, cs) => p.reserveKeys(cs.length) }
     scheduler.run(built)
     val partitionOwner = new java.util.IdentityHashMap[StatePartition, Int]()
     states.indices.foreach(s => states(s).partitionsInternal.foreach(p => partitionOwner.put(p, s)))

@@ -1,0 +1,214 @@
+package io.sharedstate.core
+
+import java.util.concurrent.atomic.{AtomicInteger, AtomicIntegerArray, AtomicReferenceArray}
+
+/**
+ * A partition's key map: key -> packed [[ValueSet]] array, open addressing with linear probing. Keys
+ * are never removed (only [[clear]] drops them all). It replaces a ConcurrentHashMap, whose look-up
+ * is a chain of dependent cache misses in a large State (table slot, node, the node's key, the value
+ * set object, its arrays): here a slot's hash, key and set sit at the same index of two arrays
+ * (hashes, then key and set side by side), so a look-up costs the table's line(s), then the key object
+ * and the packed set, fetched in parallel.
+ *
+ * Concurrency, as the engine needs it (docs/engine.md):
+ *  - readers never lock and never write;
+ *  - many appliers insert and replace at once, each key by exactly one of them at a time (a key's
+ *    chain); a slot is claimed with a compare-and-set on its hash, then its key and its set are
+ *    published (release writes, read with acquire);
+ *  - compaction replaces sets from any thread with a compare-and-set, as appliers do ([[replace]]);
+ *  - the table grows only in [[reserve]], which the committer calls before an apply round (sized from
+ *    the staged key count) when no applier runs; compactions may run meanwhile. Growing copies every
+ *    slot to the new table, then marks the old slot [[KeyTable.Moved]] with a compare-and-set (so a
+ *    compaction that got in between is copied, not lost, and a later one fails and retries on the new
+ *    table); a reader that finds Moved reads the new table, which already holds the key.
+ */
+private[core] final class KeyTable(initialKeys: Int = 8) {
+  import KeyTable._
+
+  @volatile private var table = new Table(capacityFor(initialKeys))
+  private val count = new AtomicInteger()
+
+  def size: Int = count.get()
+
+  /** Slots of the current table (a power of two): where a key goes is `hash & (capacity - 1)`, see [[slotOf]]. */
+  def capacity: Int = table.capacity
+
+  /** The packed set of `key`, or null. */
+  def get(key: Key): Array[Byte] = {
+    var t = table
+    while (true) {
+      val s = t.find(key)
+      if (s ne Moved) return s
+      t = t.next
+    }
+    null
+  }
+
+  /**
+   * Makes room for `extraKeys` more keys at a load of at most 1/2. Only with no concurrent [[insert]]
+   * (the committer, before an apply round); readers and compactions may run.
+   */
+  def reserve(extraKeys: Int): Unit = {
+    val needed = count.get().toLong + extraKeys
+    val t = table
+    if (needed * 2 > t.capacity) {
+      val grown = new Table(capacityFor(needed))
+      t.next = grown
+      var i = 0
+      while (i < t.capacity) {
+        val k = t.keys.get(2 * i)
+        if (k != null) {
+          var moved = false
+          while (!moved) {
+            val s = t.keys.get(2 * i + 1)
+            if (s != null) grown.put(k.asInstanceOf[Key], t.hashes.get(i), s.asInstanceOf[Array[Byte]])
+            moved = t.keys.compareAndSet(2 * i + 1, s, Moved)
+          }
+        }
+        i += 1
+      }
+      table = grown
+    }
+  }
+
+  /**
+   * Inserts `key` with `set`, if the key has no set yet (true); false if it has one. Only the key's
+   * applier calls this; room must have been [[reserve]]d.
+   */
+  def insert(key: Key, set: Array[Byte]): Boolean = {
+    val t = table
+    val h = mark(key.hashCode)
+    val mask = t.capacity - 1
+    var i = key.hashCode & mask
+    var probes = 0
+    while (true) {
+      val hh = t.hashes.get(i)
+      if (hh == 0 && t.hashes.compareAndSet(i, 0, h)) {
+        if (count.incrementAndGet() > mask) throw new IllegalStateException("KeyTable: no room reserved")
+        t.keys.setRelease(2 * i, key)
+        t.keys.setRelease(2 * i + 1, set)
+        return true
+      }
+      val now = t.hashes.get(i)
+      if (now == h) {
+        val k = t.keys.get(2 * i)
+        if (k != null && key.equals(k)) return t.keys.compareAndSet(2 * i + 1, null, set)
+      }
+      if (now != 0) {
+        i = (i + 1) & mask
+        probes += 1
+        if (probes > mask) throw new IllegalStateException("KeyTable: no room reserved")
+      }
+    }
+    false
+  }
+
+  /** Replaces the set of `key` by `after` if it still is `before` (a compare-and-set); false otherwise. */
+  def replace(key: Key, before: Array[Byte], after: Array[Byte]): Boolean = {
+    val t = table
+    val i = t.slot(key)
+    i >= 0 && t.keys.compareAndSet(2 * i + 1, before, after)
+  }
+
+  /** Every key with its set, weakly consistent (as a ConcurrentHashMap's iteration). */
+  def foreach(f: (Key, Array[Byte]) => Unit): Unit = {
+    val t = table
+    var i = 0
+    while (i < t.capacity) {
+      val e = entryAt(t, i)
+      if (e != null) f(e._1, e._2)
+      i += 1
+    }
+  }
+
+  /** A cursor over the slots, for the compaction sweep: resumes where it stopped, restarts on a new table. */
+  def cursor(): Cursor = new Cursor
+
+  final class Cursor {
+    private val t = table
+    private var i = 0
+    private var ahead: (Key, Array[Byte]) = null
+    def hasNext: Boolean = {
+      while (ahead == null && i < t.capacity) { ahead = entryAt(t, i); i += 1 }
+      ahead != null
+    }
+    def next(): (Key, Array[Byte]) = { hasNext; val e = ahead; ahead = null; e }
+  }
+
+  // The entry in slot i of t, reading through to the grown table if it moved; null if none.
+  private def entryAt(t: Table, i: Int): (Key, Array[Byte]) = {
+    val k = t.keys.get(2 * i)
+    if (k == null) null
+    else {
+      val key = k.asInstanceOf[Key]
+      val s = t.keys.get(2 * i + 1)
+      val set = if (s eq Moved) get(key) else s.asInstanceOf[Array[Byte]]
+      if (set == null) null else (key, set)
+    }
+  }
+
+  /** Forgets every key (readers still on the old table finish there). */
+  def clear(): Unit = {
+    table = new Table(capacityFor(initialKeys))
+    count.set(0)
+  }
+}
+
+private[core] object KeyTable {
+
+  /** An old table's slot whose key moved to the grown table. */
+  val Moved: Array[Byte] = new Array[Byte](0)
+
+  // The stored hash: never 0, which marks a free slot.
+  private def mark(h: Int): Int = if (h == 0) 1 else h
+
+  /** Where a key of hash `h` goes first in a table of `capacity` slots. */
+  def slotOf(h: Int, capacity: Int): Int = h & (capacity - 1)
+
+  private def capacityFor(keys: Long): Int = {
+    val c = math.max(2L, java.lang.Long.highestOneBit(math.max(1L, keys * 2 - 1)) << 1)
+    if (c > (1 << 30)) throw new IllegalStateException(s"KeyTable: $keys keys is too many for one partition")
+    c.toInt
+  }
+
+  private final class Table(val capacity: Int) {
+    val hashes = new AtomicIntegerArray(capacity)
+    // Key of slot i at 2i, its packed set at 2i + 1: one line for both.
+    val keys = new AtomicReferenceArray[AnyRef](2 * capacity)
+    @volatile var next: Table = null
+
+    /** The slot holding `key`, or -1. */
+    def slot(key: Key): Int = {
+      val h = mark(key.hashCode)
+      val mask = capacity - 1
+      var i = key.hashCode & mask
+      while (true) {
+        val hh = hashes.get(i)
+        if (hh == 0) return -1
+        if (hh == h) {
+          val k = keys.get(2 * i)
+          if (k != null && ((k eq key) || key.equals(k))) return i
+        }
+        i = (i + 1) & mask
+      }
+      -1
+    }
+
+    /** The set of `key` here: null if none (yet), [[Moved]] if it is in `next`. */
+    def find(key: Key): Array[Byte] = {
+      val i = slot(key)
+      if (i < 0) null else keys.get(2 * i + 1).asInstanceOf[Array[Byte]]
+    }
+
+    // Filling a table nobody inserts into yet (reserve): readers reach it only through a Moved slot.
+    // Putting a key again (a compaction replaced its set while it was being moved) replaces its set.
+    def put(key: Key, h: Int, set: Array[Byte]): Unit = {
+      val mask = capacity - 1
+      var i = key.hashCode & mask
+      while (hashes.get(i) != 0 && (keys.get(2 * i) ne key)) i = (i + 1) & mask
+      keys.set(2 * i, key)
+      keys.set(2 * i + 1, set)
+      hashes.set(i, h)
+    }
+  }
+}

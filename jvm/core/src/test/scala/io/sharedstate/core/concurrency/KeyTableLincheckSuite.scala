@@ -1,0 +1,64 @@
+package io.sharedstate.core.concurrency
+
+import io.sharedstate.core.{Key, KeyTable}
+import java.nio.ByteBuffer
+import org.jetbrains.lincheck.datastructures.{Operation, StressOptions}
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * Lincheck's view of the key table as the engine uses it: one applier (the commit lock) grows the
+ * table and inserts or replaces sets (each key's set is its version number), while readers look keys
+ * up and compactions replace a set by an equal copy with a compare-and-set, both from any thread.
+ * The table starts at two slots, so the three keys make it grow twice while readers and compactions
+ * run: a read must never miss a key already inserted, nor see an older version than one already seen.
+ */
+class LincheckedKeyTable {
+  private val table = new KeyTable(1)
+  private val keys = Array("a", "b", "c").map(s => new Key(s.getBytes))
+
+  private def version(set: Array[Byte]): Int = if (set == null) -1 else ByteBuffer.wrap(set).getInt
+  private def set(v: Int): Array[Byte] = ByteBuffer.allocate(4).putInt(v).array()
+
+  // As a chain does: read the set, build the next one, publish it with a compare-and-set, retry.
+  private def apply(k: Int): Int = {
+    val key = keys(k)
+    var out = -1
+    while (out < 0) {
+      val before = table.get(key)
+      if (before == null) {
+        table.reserve(1)
+        if (table.insert(key, set(0))) out = 0
+      } else if (table.replace(key, before, set(version(before) + 1))) out = version(before) + 1
+    }
+    out
+  }
+
+  private def compact(k: Int): Int = {
+    val before = table.get(keys(k))
+    if (before != null) table.replace(keys(k), before, before.clone())
+    0
+  }
+
+  @Operation(nonParallelGroup = "applier") def applyA(): Int = apply(0)
+  @Operation(nonParallelGroup = "applier") def applyB(): Int = apply(1)
+  @Operation(nonParallelGroup = "applier") def applyC(): Int = apply(2)
+  @Operation def getA(): Int = version(table.get(keys(0)))
+  @Operation def getB(): Int = version(table.get(keys(1)))
+  @Operation def getC(): Int = version(table.get(keys(2)))
+  @Operation def compactA(): Int = compact(0)
+  @Operation def compactB(): Int = compact(1)
+  @Operation def sizeNow(): Int = { table.size; 0 }
+}
+
+class KeyTableLincheckSuite extends AnyFunSuite {
+  private val long = sys.props.contains("sharedstate.stress") || sys.env.contains("SHAREDSTATE_STRESS")
+
+  test("key table: look-ups and compactions against inserts, replaces and growth are linearizable (Lincheck stress)") {
+    new StressOptions()
+      .iterations(if (long) 300 else 30)
+      .invocationsPerIteration(if (long) 10000 else 500)
+      .threads(3)
+      .actorsPerThread(4)
+      .check(classOf[LincheckedKeyTable])
+  }
+}

@@ -18,7 +18,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore bench-transactions clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -112,6 +112,13 @@ STATESTORE_OUT ?= benchmarks/results/statestore
 STATESTORE_ARGS ?=
 bench-statestore: jar
 	$(PY) benchmarks/statestore/compare_providers.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
+
+# TStream's four applications on Spark (benchmarks/transactions, ~40 min on 2 cores): ss.transact beside
+# a foreachBatch into Delta (MERGE) and into Redis, three runs. TXN_BENCH_ARGS adds options (e.g. --quick).
+TXN_BENCH_OUT ?= benchmarks/results/transactions
+TXN_BENCH_ARGS ?=
+bench-transactions: jar bench-deps
+	$(PY) benchmarks/transactions/run.py --out $(TXN_BENCH_OUT) --runs 3 $(TXN_BENCH_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

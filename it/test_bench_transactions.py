@@ -37,5 +37,5 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
         assert p["complete"] and p["correct"], p
         assert p["processed"] == p["events"] and p["throughput"] > 0 and p["p99_ms"] is not None, p
     table = (out / "spark-table.md").read_text()
-    assert "| TP | sharedstate |" in table and "sharedstate / best peer" in table, table
+    assert "| TP | sharedstate |" in table and "throughput vs delta-merge" in table, table
     assert (out / "spark-plot.png").stat().st_size > 0

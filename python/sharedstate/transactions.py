@@ -121,12 +121,14 @@ def transact(
 
     The query writes the States: it holds their update progress U at its events' watermark (the
     latest event time seen minus ``lateness``, default 0), and a transaction below U when its
-    micro-batch commits is late (rejected, no outcome). With ``outcomes=True`` the result is a
-    streaming DataFrame of outcomes, each emitted once U passes its time (read-committed: final,
-    the same on every re-run): the event's columns, ``committed`` (BOOLEAN), ``reason`` (why it
-    aborted, null when committed) and one column per read with the value it read. With
-    ``outcomes=False`` the result has no rows; run it with any sink (``format("noop")``) for the
-    effects alone. Micro-batch queries only; the States must live in this application (local mode).
+    micro-batch commits is late (no effect; its outcome has ``reason`` ``late``, the States' rejected
+    logs a ``late_transaction`` row per key it would have written). With ``outcomes=True`` the
+    result is a streaming DataFrame of outcomes, each emitted once U passes its time
+    (read-committed: final, the same on every re-run): the event's columns, ``committed``
+    (BOOLEAN), ``reason`` (why it aborted: ``condition``, ``late``, ``null_time``; null when
+    committed) and one column per read with the value it read. With ``outcomes=False`` the result
+    has no rows; run it with any sink (``format("noop")``) for the effects alone. Micro-batch
+    queries only; the States must live in this application (local mode).
 
         transfers = ss.transact(
             events, time="ts",

@@ -10,8 +10,7 @@ import sharedstate as ss
 from sharedstate.errors import SharedStateError
 from sharedstate.testing.adcamp import write_batches
 from sharedstate.testing.streams import drained, wait_until
-from sharedstate.testing.transactions import arrival_batches, toll_processing
-from test_transactions_apps import _plain
+from sharedstate.testing.transactions import arrival_batches, assert_equals_oracle, toll_processing
 from test_transactions_ledger import _count, _states
 
 LOGIC = "io.sharedstate.spark.txn.TollProcessingExample"
@@ -46,18 +45,9 @@ def test_toll_processing_class_equals_the_sequential_oracle(spark, workdir, stat
 
     wait_until(done, timeout=300, what=f"{len(expected.committed)} outcomes")
     drained(txn)
-    got = spark.read.parquet(str(workdir / "out")).collect()
-    assert sorted(r["event_id"] for r in got) == sorted(expected.committed), "one outcome per event"
-    for r in got:
-        e = r["event_id"]
-        assert r["committed"] == expected.committed[e], f"event {e}: {r['reason']}"
-        reads = {n: (None if r[n] is None else _plain(r[n])) for n in expected.reads[e]}
-        want = {n: (None if v is None else _plain(v)) for n, v in expected.reads[e].items()}
-        assert reads == want, f"event {e} read other values"
-    speeds = {r["segment"]: [r["total"], r["reports"]] for r in ss.State.get(spark, names["speeds"]).as_of().collect()}
-    assert speeds == {k: list(v) for k, v in expected.final["speeds"].items()}
-    counts = {r["segment"]: list(r["vehicles"]) for r in ss.State.get(spark, names["counts"]).as_of().collect()}
-    assert counts == {k: list(v[0]) for k, v in expected.final["counts"].items()}
+    outcomes = spark.read.parquet(str(workdir / "out")).collect()
+    finals = {name: ss.State.get(spark, state).as_of().collect() for name, state in names.items()}
+    assert_equals_oracle(work, expected, outcomes, finals)
 
 
 @pytest.mark.parametrize(

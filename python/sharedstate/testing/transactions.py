@@ -112,6 +112,42 @@ class TxnWorkload:
         return Outcomes(committed, reads, store)
 
 
+def plain(value) -> object:
+    """A Row, dict, tuple, list, array or scalar as plain lists (structs and arrays alike), to compare
+    Spark's rows (collected, or read back with pyarrow) with the oracle's tuples."""
+    if hasattr(value, "asDict"):
+        return [plain(v) for v in value.asDict().values()]
+    if isinstance(value, dict):  # a struct read back with pyarrow
+        return [plain(v) for v in value.values()]
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    return value
+
+
+def assert_equals_oracle(work: TxnWorkload, expected: Outcomes, outcomes: list, finals: dict[str, list]) -> None:
+    """Checks a run against the sequential oracle: `outcomes` the outcome rows (pyspark Rows), one per
+    event but the sentinel, each committed or aborted (reason `condition`) with the values it read as
+    the oracle's; `finals` per State of the workload (its name in the workload) the rows of its
+    `as_of()` table, equal to the oracle's final values (the plain writer's sentinel key `__end__`,
+    never final, left out)."""
+    ids = [r["event_id"] for r in outcomes]
+    assert len(ids) == len(set(ids)), "an outcome was emitted twice"
+    assert set(ids) == set(expected.committed), "every event but the sentinel has exactly one outcome"
+    for r in outcomes:
+        e = r["event_id"]
+        assert r["committed"] == expected.committed[e], f"event {e}"
+        assert r["reason"] == (None if r["committed"] else "condition"), f"event {e}"
+        got = {n: plain(r[n]) for n in expected.reads[e]}
+        assert got == {n: plain(v) for n, v in expected.reads[e].items()}, f"event {e} read other values"
+    for name, rows in finals.items():
+        key, value = work.states[name]
+        key_column = key.split(" ")[0]
+        values = [c.strip().split(" ")[0] for c in value.split(",")]
+        final = {r[key_column]: plain(tuple(r[c] for c in values)) for r in rows}
+        want = {k: plain(v) for k, v in expected.final[name].items() if k != "__end__"}
+        assert final == want, f"final {name} differs from the sequential oracle"
+
+
 def _micros(series) -> np.ndarray:
     return pd.to_datetime(series, utc=True).astype("datetime64[us, UTC]").astype("int64").to_numpy()
 
@@ -178,6 +214,20 @@ def _ts(micros) -> pd.Series:
 INITIAL_TIME = pd.Timestamp(0, unit="us", tz="UTC")
 
 
+def _end_time(horizon_s: int, disorder_s: int) -> int:
+    """The sentinel event's time (µs): far past every other time and its disorder, so U passes them all."""
+    return (horizon_s + 10 * disorder_s + 60) * SECOND
+
+
+def _frame(rows, nullable_ints: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The events as a frame: `nullable_ints` as nullable INT columns, `ts` (µs) as UTC timestamps."""
+    frame = pd.DataFrame(rows)
+    for c in nullable_ints:
+        frame[c] = frame[c].astype("Int32")
+    frame["ts"] = _ts(frame["ts"])
+    return frame
+
+
 def arrival_batches(frame: pd.DataFrame, count: int) -> list[pd.DataFrame]:
     """The rows in `count` consecutive batches (files of a file stream), arrival order kept."""
     return [part.reset_index(drop=True) for part in np.array_split(frame, count) if len(part)]
@@ -231,13 +281,12 @@ def streaming_ledger(
                 "ts": int(t),
             }
         )
-    end = (horizon_s + 10 * disorder_s + 60) * SECOND
+    end = _end_time(horizon_s, disorder_s)
     rows.append(
         {"event_id": events, "kind": "deposit", "src_account": None, "dst_account": None, "src_asset": None,
          "dst_asset": None, "account_amount": 0, "asset_amount": 0, "ts": end}
     )  # fmt: skip
-    frame = pd.DataFrame(rows)
-    frame["ts"] = _ts(frame["ts"])
+    frame = _frame(rows)
     plain = None
     if plain_updates:
         ptimes = list(times[is_plain]) + [end + SECOND]
@@ -331,12 +380,9 @@ def grep_and_sum(
         row.update({f"k{j}": int(k) for j, k in enumerate(keys)})
         row["ts"] = int(t)
         rows.append(row)
-    end = {"event_id": events, "kind": "read", "value": 0, "ts": (horizon_s + 10 * disorder_s + 60) * SECOND}
+    end = {"event_id": events, "kind": "read", "value": 0, "ts": _end_time(horizon_s, disorder_s)}
     end.update({f"k{j}": None for j in range(length)})
-    frame = pd.DataFrame(rows + [end])
-    for j in range(length):
-        frame[f"k{j}"] = frame[f"k{j}"].astype("Int32")
-    frame["ts"] = _ts(frame["ts"])
+    frame = _frame(rows + [end], tuple(f"k{j}" for j in range(length)))
     names = [f"r{j}" for j in range(length)]
 
     def read_keys(e):
@@ -405,11 +451,8 @@ def online_bidding(
         rows.append(row)
     end = {f"i{j}": None for j in range(length)}
     end.update({"event_id": events, "kind": "top", "bid_price": 0, "bid_qty": 0, "prices": [0] * length,
-                "tops": [0] * length, "ts": (horizon_s + 10 * disorder_s + 60) * SECOND})  # fmt: skip
-    frame = pd.DataFrame(rows + [end])
-    for j in range(length):
-        frame[f"i{j}"] = frame[f"i{j}"].astype("Int32")
-    frame["ts"] = _ts(frame["ts"])
+                "tops": [0] * length, "ts": _end_time(horizon_s, disorder_s)})  # fmt: skip
+    frame = _frame(rows + [end], tuple(f"i{j}" for j in range(length)))
     names = [f"r{j}" for j in range(length)]
 
     def read_keys(e):
@@ -500,7 +543,7 @@ def toll_processing(
     )
     end = pd.DataFrame(
         {"event_id": [events], "vehicle": [0], "segment": [None], "speed": [0],
-         "ts": [(horizon_s + 10 * disorder_s + 60) * SECOND]}
+         "ts": [_end_time(horizon_s, disorder_s)]}
     )  # fmt: skip
     frame = pd.concat([frame, end], ignore_index=True)
     frame["segment"] = frame["segment"].astype("Int32")

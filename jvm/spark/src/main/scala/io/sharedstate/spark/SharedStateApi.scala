@@ -22,26 +22,9 @@ object SharedStateApi {
    */
   def create(spark: SparkSession, name: String, key: String, value: String, partitions: Int, rule: String,
       root: String, fetchRules: String, compaction: String, latePolicy: String, memoryLimit: String,
-      sweepInterval: String): StateHandle = {
-    val rules = Option(fetchRules).map(_.split(",").map(_.trim).filter(_.nonEmpty).toSeq)
-    val defaults = StateOptions()
-    SharedState.create(
-      spark,
-      name,
-      key,
-      value,
-      rule,
-      partitions,
-      root,
-      StateOptions(
-        rules.getOrElse(defaults.fetchRules),
-        Option(compaction).getOrElse(defaults.compaction),
-        Option(latePolicy).getOrElse(defaults.latePolicy),
-        memoryLimit,
-        Option(sweepInterval).getOrElse(defaults.sweepInterval)
-      )
-    )
-  }
+      sweepInterval: String): StateHandle =
+    create(spark, name, key, value, partitions, rule, root, fetchRules, compaction, latePolicy, memoryLimit,
+      sweepInterval, null, null)
 
   /** [[create]] of a partial State: `partial` the merge, `instances` `task` or `query` (null: the default). */
   def create(spark: SparkSession, name: String, key: String, value: String, partitions: Int, rule: String,

@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{EventTime, ProgressGroup, SharedStateException, State}
+import io.sharedstate.core.{EventTime, ProgressGroup, RejectedUpdate, SharedStateException, State}
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable
@@ -23,8 +23,8 @@ import scala.jdk.CollectionConverters._
  * A writer registers on the group (it is registered on every member), stages transactions per
  * (writer, epoch, task) with [[stage]] (a retry replaces the task's batch) and plain updates on the
  * members with `State.stage`, then commits the epoch with [[commitEpoch]]: a transaction below the
- * group's U then is late and goes to [[rejectedTransactions]]; the others wait for U to pass their
- * time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
+ * group's U then is late and goes to [[rejectedTransactions]] (and [[drainLate]], and the rejected log of
+ * each member it writes); the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
  *
  * Not journaled: a member's plain updates are journaled as before, the group's transactions are not
  * (a durable caller re-stages and re-commits them from its own log).
@@ -48,6 +48,17 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
   private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
   private val rejected = new ConcurrentLinkedQueue[RejectedTransaction]()
+  private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
+  // A final State (U = +infinity: every writer finished, e.g. a bulk load) would make every transaction
+  // late, and reopening it inside a group would move one U back for all members: refused, naming it.
+  private val finalMembers = states.filter(_.updateProgress == EventTime.PlusInfinity).map(_.name)
+  if (finalMembers.nonEmpty) throw new SharedStateException(
+    s"Transaction group '$name': ${finalMembers.map(n => s"State '$n'").mkString(", ")} " +
+      s"${if (finalMembers.size == 1) "is" else "are"} final (every writer finished, " +
+      "U = +infinity, e.g. after a bulk load), so every transaction on them would be late. Reopen each first: " +
+      "a streaming writer registering on a final State reopens it at its last finite U (e.g. load the initial " +
+      "values with a streaming writer that stops, or start and stop any streaming writer on it), then create " +
+      "the group.")
   // The group's U: the largest member U when created (nothing below it may change), then advanced for all.
   @volatile private var u: Long = states.map(_.updateProgress).max
 
@@ -144,7 +155,8 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
             val txn = batch(i)
             val id = TransactionId(writer, epoch, task, i)
             if (txn.time < uNow) {
-              rejected.add(RejectedTransaction(id, txn.time, RejectedTransaction.Late, uNow, txn.payload)); late += 1
+              val r = RejectedTransaction(id, txn.time, RejectedTransaction.Late, uNow, txn.payload)
+              rejected.add(r); this.late.add(r); lateIn(r, txn); late += 1
             } else { waiting += ((id, txn)); accepted += 1 }
             i += 1
           }
@@ -168,6 +180,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 
   /** Late transactions, oldest first. */
   def rejectedTransactions: Seq[RejectedTransaction] = rejected.asScala.toSeq
+
+  /**
+   * The late transactions rejected since the last call, in rejection order (each once; a caller that
+   * reports them, e.g. as outcomes, drains them like [[drainOutcomes]]).
+   */
+  def drainLate(): Seq[RejectedTransaction] = Iterator.continually(late.poll()).takeWhile(_ != null).toVector
 
   /** Transactions committed and waiting for U to pass their time. */
   def waitingTransactions: Int = underLock(waiting.size)
@@ -194,6 +212,16 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
       u = newU
     }
   }
+
+  // A late transaction goes to the rejected log of each member it would have written, once per key
+  // (reason late_transaction, no value), as a late update goes to its State's: the rejected table of a
+  // durable State and the rejected count. Called before the members commit the epoch, so it is
+  // journaled with that step.
+  private def lateIn(r: RejectedTransaction, txn: Transaction): Unit =
+    txn.writes.distinct.foreach { k =>
+      state(k.state).rejectApplied(RejectedUpdate(k.key.bytes, r.time, null, RejectedTransaction.LateInState,
+          r.id.writer, r.id.epoch, r.updateProgressAtArrival))
+    }
 
   private[core] def drainPendingFetches(): Unit = states.foreach(_.drainPendingFetches())
 

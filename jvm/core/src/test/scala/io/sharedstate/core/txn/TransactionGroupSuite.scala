@@ -43,6 +43,21 @@ class TransactionGroupSuite extends AnyFunSuite {
     assert(value(acc, 1, 7).contains(1001L), "the pair of each transaction stays at its time")
   }
 
+  test("a State final after a bulk load cannot join a group; reopened by a writer, it can") {
+    val s = new State(spec("bulk")); val other = new State(spec("other"))
+    s.registerWriter("bulk-load")
+    s.commitEpoch("bulk-load", 0, 40, finish = true)
+    assert(s.updateProgress == EventTime.PlusInfinity)
+    val e = intercept[SharedStateException](new TransactionGroup("b", Seq(other, s)))
+    assert(e.getMessage.contains("State 'bulk' is final") && e.getMessage.contains("reopens it at its last finite U"))
+    new TransactionGroup("o", Seq(other)).close() // the refused group joined nothing
+    s.registerWriter("loader"); s.pauseWriter("loader") // a streaming writer that ran and stopped
+    val g = new TransactionGroup("b", Seq(s))
+    // The last finite U: here -infinity, as the bulk load finished in its only commit.
+    assert(g.updateProgress == s.updateProgress && g.updateProgress == EventTime.MinusInfinity)
+    g.close()
+  }
+
   test("bad input: a State outside the group, a State in two groups, an unregistered writer, the wrong write count") {
     val a = new State(spec("ga")); val b = new State(spec("gb"))
     val g = new TransactionGroup("g1", Seq(a))
@@ -125,7 +140,12 @@ class TransactionGroupSuite extends AnyFunSuite {
     assert(g.rejectedTransactions == Seq(RejectedTransaction(TransactionId("w", 1, 3, 0), 10, "late", 50,
         g.rejectedTransactions.head.payload)) && readLong(g.rejectedTransactions.head.payload) == 77L)
     assert(g.drainOutcomes().isEmpty && value(s, 1, 59).isEmpty)
-    assert(g.commitEpoch("w", 1, 60).alreadyCommitted)
+    assert(g.drainLate().map(_.id) == Seq(TransactionId("w", 1, 3, 0)) && g.drainLate().isEmpty, "drained once")
+    // The member it would have written logs it like a late update: the key, the time, no value.
+    assert(s.rejectedUpdates.map(r =>
+      (readLong(r.key), r.time.longValue, r.value, r.reason, r.writer, r.epoch,
+        r.updateProgressAtArrival)) == Seq((1L, 10L, null, RejectedTransaction.LateInState, "w", 1L, 50L)))
+    assert(g.commitEpoch("w", 1, 60).alreadyCommitted && g.drainLate().isEmpty)
     g.finishWriter("w")
     assert(g.updateProgress == EventTime.PlusInfinity)
     val e = intercept[SharedStateException](g.registerWriter("late_joiner"))

@@ -1,10 +1,10 @@
 package io.sharedstate.spark.fetch
 
+import io.sharedstate.spark.changes.QueryListeners
 import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.fetch.batch.FetchJoinProgress
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
@@ -20,23 +20,16 @@ import scala.util.Try
  * [[FetchJoinProgress]]) and removes them, and the query's continuous-join readers, when it stops.
  */
 private[sharedstate] final class FetchProgressListener extends StreamingQueryListener {
-  override def onQueryStarted(event: QueryStartedEvent): Unit = {
-    // Spark delivers the start to the session's listeners on the stream thread, before the first batch.
-    val query = Option(SparkSession.active.streams.get(event.id))
-    val joins = query.collect { case q: StreamingQueryWrapper =>
-      FetchProgressListener.joinsIn(q.streamingQuery.analyzedPlan)
-    }
-      .getOrElse(Nil)
-    if (joins.nonEmpty) {
+  override def onQueryStarted(event: QueryStartedEvent): Unit =
+    QueryListeners.nodesOf(event.id)(FetchProgressListener.joinsIn).foreach { case (query, joins) =>
       val registered = joins.map { n =>
         val reader = FetchJoinProgress.Reader(FetchJoinProgress.readerId(event.id.toString, n.join), n.join,
           n.spec.stateName, n.spec.rule.windowMicros, n.latenessMicros, n.eventsWatermarked)
         Coordinator.get.state(reader.state).ensureReader(reader.id)
         reader
       }
-      FetchJoinProgress.track(event.id.toString, query.get, registered)
+      FetchJoinProgress.track(event.id.toString, query, registered)
     }
-  }
 
   override def onQueryProgress(event: QueryProgressEvent): Unit = FetchJoinProgress.catchUp(event.progress.id.toString)
 
@@ -55,13 +48,9 @@ private[sharedstate] final class FetchProgressListener extends StreamingQueryLis
 }
 
 private[sharedstate] object FetchProgressListener {
-  private val sessions =
-    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */
-  def ensure(spark: SparkSession): Unit = sessions.synchronized {
-    if (sessions.add(spark)) spark.streams.addListener(new FetchProgressListener)
-  }
+  def ensure(spark: SparkSession): Unit = QueryListeners.ensure(spark, "fetch-joins")(new FetchProgressListener)
 
   /** The streaming fetch joins in a query's plan (their nodes carry the State, window and lateness). */
   def joinsIn(plan: LogicalPlan): Seq[FetchJoinNode] =

@@ -2,6 +2,7 @@ package io.sharedstate.spark.txn
 
 import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.config.Intervals
+import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.{ProgressTicks, StateSchemas}
 
 import io.sharedstate.core.SharedStateException
@@ -30,6 +31,13 @@ private[sharedstate] object Transact {
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
       state => StateSchemas.of(Coordinator.get.state(state).spec), logic)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
+    val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
+    // Refused, not warned: a new driver would reopen the State without the effects applied since its last
+    // snapshot, and plain updates replayed on top would be computed from the wrong values.
+    if (durable.nonEmpty) throw new SharedStateException(
+      s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root), and transactions are not journaled yet: " +
+        "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
+        "States (no root) for transactional queries (docs/transactions.md, Durability).")
     val group = TransactionGroups.of(program.states)
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)

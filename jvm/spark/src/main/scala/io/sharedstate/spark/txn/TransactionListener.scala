@@ -1,8 +1,8 @@
 package io.sharedstate.spark.txn
 
+import io.sharedstate.spark.changes.QueryListeners
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
@@ -17,11 +17,10 @@ import org.apache.spark.sql.streaming.StreamingQueryListener.{
  * once its progress is reported, and pauses the writers when the query stops (see [[TransactionRuns]]).
  */
 private[sharedstate] final class TransactionListener extends StreamingQueryListener {
-  override def onQueryStarted(event: QueryStartedEvent): Unit = {
-    val query = Option(SparkSession.active.streams.get(event.id))
-    query.collect { case q: StreamingQueryWrapper => TransactionListener.nodesIn(q.streamingQuery.analyzedPlan) }
-      .filter(_.nonEmpty).foreach(nodes => TransactionRuns.started(event.id.toString, query.get, nodes.map(_.node)))
-  }
+  override def onQueryStarted(event: QueryStartedEvent): Unit =
+    QueryListeners.nodesOf(event.id)(TransactionListener.nodesIn).foreach { case (query, nodes) =>
+      TransactionRuns.started(event.id.toString, query, nodes.map(_.node))
+    }
 
   override def onQueryProgress(event: QueryProgressEvent): Unit = TransactionRuns.catchUp(event.progress.id.toString)
 
@@ -31,13 +30,9 @@ private[sharedstate] final class TransactionListener extends StreamingQueryListe
 }
 
 private[sharedstate] object TransactionListener {
-  private val sessions =
-    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */
-  def ensure(spark: SparkSession): Unit = sessions.synchronized {
-    if (sessions.add(spark)) spark.streams.addListener(new TransactionListener)
-  }
+  def ensure(spark: SparkSession): Unit = QueryListeners.ensure(spark, "transactions")(new TransactionListener)
 
   def nodesIn(plan: LogicalPlan): Seq[TransactionNode] = plan.collect { case n: TransactionNode => n }
 }

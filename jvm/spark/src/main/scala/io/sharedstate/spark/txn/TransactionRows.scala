@@ -9,7 +9,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * The outcome rows of a transactional query: the event's columns, `committed`, `reason` (why it
- * aborted; null when committed) and one column per read with the value it read (a struct of the
+ * aborted: `condition`, `late`, `null_time`, ...; null when committed) and one column per read with the value it read (a struct of the
  * State's value columns, null when the key held nothing or the read was not made).
  */
 private[sharedstate] object TransactionRows {
@@ -48,8 +48,9 @@ private[sharedstate] object TransactionRows {
       values(0) = o.committed
       values(1) = if (o.committed) null else UTF8String.fromString(o.reason)
       var made = 0
+      // A late transaction made no read (its reads are empty): every read column is null.
       readWidths.indices.foreach { i =>
-        if (keys(i) != null) {
+        if (keys(i) != null && made < o.reads.length) {
           values(2 + i) = o.reads(made).map { bytes =>
             val r = new UnsafeRow(readWidths(i)); r.pointTo(bytes, bytes.length); r
           }.orNull

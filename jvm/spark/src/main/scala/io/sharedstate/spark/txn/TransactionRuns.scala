@@ -32,8 +32,8 @@ private[sharedstate] object TransactionRuns extends Logging {
   /** One transactional operator of a query. */
   final case class Node(name: String, group: String, latenessMicros: Long, outcomes: Boolean)
 
-  /** The outcomes a batch emits: those with `from <= time < until`. */
-  final case class Bound(from: Long, until: Long)
+  /** What `batch` emits: the outcomes with `from <= time < until`, and the late transactions it took. */
+  final case class Bound(batch: Long, from: Long, until: Long)
 
   private final class Run(val id: String, val query: StreamingQuery, val nodes: Seq[Node]) {
     def writer(n: Node): String = writerId(id, n.name)
@@ -45,6 +45,9 @@ private[sharedstate] object TransactionRuns extends Logging {
   private val bounds = new ConcurrentHashMap[String, Bound]()
   private val lastBound = new ConcurrentHashMap[String, (Long, Long)]() // query|node -> (batch, until)
   private val buffers = new ConcurrentHashMap[String, mutable.ArrayBuffer[TransactionOutcome]]()
+  // Per writer (with outcomes), the outcomes of its late transactions: (the batch that emits it, or
+  // -1 until a batch of the writer fixes its bound and takes it, the outcome).
+  private val lateBuffers = new ConcurrentHashMap[String, mutable.ArrayBuffer[(Long, TransactionOutcome)]]()
   // Batches of a node older than this are forgotten (Spark re-runs only the last one).
   private val Kept = 8
 
@@ -54,7 +57,10 @@ private[sharedstate] object TransactionRuns extends Logging {
   def started(queryId: String, query: StreamingQuery, nodes: Seq[Node]): Unit = {
     val run = new Run(queryId, query, nodes)
     nodes.foreach { n =>
-      if (n.outcomes) buffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
+      if (n.outcomes) {
+        buffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
+        lateBuffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
+      }
       TransactionGroups.named(n.group).registerWriter(run.writer(n))
     }
     runs.put(queryId, run)
@@ -98,23 +104,39 @@ private[sharedstate] object TransactionRuns extends Logging {
       val from = Option(lastBound.get(key)).filter(_._1 < batch).map(_._2).getOrElse(EventTime.MinusInfinity)
       lastBound.put(key, (batch, until))
       Option(buffers.get(writerId(query, node.name))).foreach(b => b.synchronized(b.filterInPlace(_.time >= from)))
+      // The late transactions decided since the previous bound are this batch's (a late one's time
+      // may be below `from`: its outcome goes by batch, not by time).
+      Option(lateBuffers.get(writerId(query, node.name))).foreach(b =>
+        b.synchronized {
+          b.mapInPlace { case (taken, o) => (if (taken < 0) batch else taken, o) }
+          b.filterInPlace(_._1 >= batch) // Spark re-runs only the last batch, which is this one or later
+        })
       bounds.remove(s"$key|${batch - Kept}")
-      val bound = Bound(from, until)
+      val bound = Bound(batch, from, until)
       bounds.put(s"$key|$batch", bound)
       bound
     }
   }
 
-  /** The query's outcomes a batch with `bound` emits, in (time, id) order. */
-  def outcomes(writer: String, bound: Bound): Seq[TransactionOutcome] =
-    Option(buffers.get(writer)).map(b =>
-      b.synchronized(b.filter(o => o.time >= bound.from && o.time < bound.until)
-          .toVector)).getOrElse(Vector.empty).sorted(TransactionOutcome.Order)
+  /** The query's outcomes a batch with `bound` emits, in (time, id) order: final ones and late ones. */
+  def outcomes(writer: String, bound: Bound): Seq[TransactionOutcome] = {
+    val done = Option(buffers.get(writer)).map(b =>
+      b.synchronized(b.filter(o => o.time >= bound.from && o.time < bound.until).toVector)).getOrElse(Vector.empty)
+    val late = Option(lateBuffers.get(writer)).map(b =>
+      b.synchronized(b.collect { case (batch, o) if batch == bound.batch => o }.toVector)).getOrElse(Vector.empty)
+    (done ++ late).sorted(TransactionOutcome.Order)
+  }
 
   // Outcomes come out of a group once: each goes to its writer's buffer (none: no query wants it).
+  // A late transaction's outcome is aborted with reason `late`, with no reads (none was made).
   private def drain(group: TransactionGroup): Unit = synchronized {
     group.drainOutcomes().groupBy(_.id.writer).foreach { case (writer, os) =>
       Option(buffers.get(writer)).foreach(b => b.synchronized(b ++= os))
+    }
+    group.drainLate().groupBy(_.id.writer).foreach { case (writer, rs) =>
+      Option(lateBuffers.get(writer)).foreach(b =>
+        b.synchronized(b ++= rs.map(r =>
+          (-1L, TransactionOutcome(r.id, r.time, committed = false, IndexedSeq.empty, r.reason, r.payload)))))
     }
   }
 

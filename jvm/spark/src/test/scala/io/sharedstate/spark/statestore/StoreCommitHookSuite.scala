@@ -1,17 +1,13 @@
 package io.sharedstate.spark.statestore
 
 import java.nio.file.Files
-import java.util.UUID
 
 import scala.collection.mutable
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStoreConf, StateStoreId}
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.types.{IntegerType, StringType, StructType}
-import org.apache.spark.unsafe.types.UTF8String
+import org.apache.spark.sql.execution.streaming.state.{StateStoreConf, StateStoreId}
+import org.apache.spark.sql.types.{IntegerType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -20,34 +16,13 @@ import org.scalatest.funsuite.AnyFunSuite
  * every later reader. The oracle is a plain map the same operations are applied to.
  */
 class StoreCommitHookSuite extends AnyFunSuite {
-  private val keySchema = new StructType().add("k", StringType)
   private val valueSchema = new StructType().add("v", IntegerType)
-  private val keyProj = UnsafeProjection.create(keySchema)
   private val valueProj = UnsafeProjection.create(valueSchema)
 
-  private def key(k: String): UnsafeRow =
-    keyProj(org.apache.spark.sql.catalyst.InternalRow(UTF8String.fromString(k))).copy()
+  private def key(k: String): UnsafeRow = StoreTestRows.key(k)
   private def value(v: Int): UnsafeRow = valueProj(org.apache.spark.sql.catalyst.InternalRow(v)).copy()
 
-  private def provider(dir: String): SharedStateStoreProvider = {
-    val hadoopConf = new Configuration
-    hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
-    val sqlConf = new SQLConf
-    sqlConf.setConf(SQLConf.STATE_STORE_COMMIT_VALIDATION_ENABLED, false)
-    val p = new SharedStateStoreProvider
-    p.init(
-      StateStoreId(dir, 0, 0),
-      keySchema,
-      valueSchema,
-      NoPrefixKeyStateEncoderSpec(keySchema),
-      useColumnFamilies = false,
-      new StateStoreConf(sqlConf),
-      hadoopConf,
-      useMultipleValuesPerKey = false,
-      None
-    )
-    p
-  }
+  private def provider(dir: String): SharedStateStoreProvider = StoreTestRows.provider(dir, valueSchema = valueSchema)
 
   private def contents(p: SharedStateStoreProvider, version: Long): Map[String, Int] =
     p.getReadStore(version, None).iterator().map(pair => pair.key.getString(0) -> pair.value.getInt(0)).toMap

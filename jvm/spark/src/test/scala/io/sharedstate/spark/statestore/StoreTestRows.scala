@@ -12,7 +12,10 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{StringType, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-/** String keys and string values as UnsafeRows, and a provider on a fresh directory, for the map's tests. */
+/**
+ * String keys and string values as UnsafeRows, and a provider on a fresh directory (string values unless
+ * another value schema is given), for the store's tests.
+ */
 private[statestore] object StoreTestRows {
   val keySchema: StructType = new StructType().add("k", StringType)
   val valueSchema: StructType = new StructType().add("v", StringType)
@@ -22,7 +25,8 @@ private[statestore] object StoreTestRows {
   def key(k: String): UnsafeRow = keyProj(InternalRow(UTF8String.fromString(k))).copy()
   def value(v: String): UnsafeRow = valueProj(InternalRow(UTF8String.fromString(v))).copy()
 
-  def provider(dir: String, minDeltasForSnapshot: Int = 10): SharedStateStoreProvider = {
+  def provider(
+      dir: String, minDeltasForSnapshot: Int = 10, valueSchema: StructType = valueSchema): SharedStateStoreProvider = {
     val hadoopConf = new Configuration
     hadoopConf.set(StreamExecution.RUN_ID_KEY, UUID.randomUUID().toString)
     val sqlConf = new SQLConf

@@ -1,0 +1,30 @@
+package io.sharedstate.spark.changes
+
+import java.util.UUID
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryListener}
+import scala.collection.mutable
+
+/**
+ * What the plugin's streaming query listeners (fetch joins, transactions) share: each is added to a
+ * session's query manager once, and each finds its operators in the analysed plan of a query that
+ * just started (Spark posts the start on the stream thread, before the first batch).
+ */
+private[sharedstate] object QueryListeners {
+  // Per session (weakly held), the kinds of listener already added to it.
+  private val added = new java.util.WeakHashMap[SparkSession, mutable.Set[String]]()
+
+  /** Adds the listener `make` builds to `spark`'s query manager, once per session and `kind`. */
+  def ensure(spark: SparkSession, kind: String)(make: => StreamingQueryListener): Unit = added.synchronized {
+    val kinds = Option(added.get(spark)).getOrElse { val s = mutable.Set.empty[String]; added.put(spark, s); s }
+    if (kinds.add(kind)) spark.streams.addListener(make)
+  }
+
+  /** The query `id` of the active session and the nodes `select` finds in its analysed plan (none: None). */
+  def nodesOf[N](id: UUID)(select: LogicalPlan => Seq[N]): Option[(StreamingQuery, Seq[N])] =
+    Option(SparkSession.active.streams.get(id)).collect { case q: StreamingQueryWrapper =>
+      (q, select(q.streamingQuery.analyzedPlan))
+    }.filter(_._2.nonEmpty)
+}

@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="txn-bench-"))
+    scratch.mkdir(parents=True, exist_ok=True)
     args.scratch = str(scratch)
     apps = [a.strip().upper() for a in args.apps.split(",")]
     methods = [m.strip() for m in args.methods.split(",")]

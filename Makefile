@@ -18,7 +18,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
 
-.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore bench-partial clean
+.PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore bench-partial bench-transactions clean
 
 demo: jar
 	$(PY) -m sharedstate.demos.adcamp --out $(ROOT)/demo-output
@@ -119,6 +119,13 @@ PARTIAL_OUT ?= benchmarks/results/partial
 PARTIAL_ARGS ?=
 bench-partial: jar
 	$(PY) benchmarks/partial/run.py --out $(PARTIAL_OUT) --runs 3 $(PARTIAL_ARGS)
+
+# TStream's four applications on Spark (benchmarks/transactions, ~40 min on 2 cores): ss.transact beside
+# a foreachBatch into Delta (MERGE) and into Redis, three runs. TXN_BENCH_ARGS adds options (e.g. --quick).
+TXN_BENCH_OUT ?= benchmarks/results/transactions
+TXN_BENCH_ARGS ?=
+bench-transactions: jar bench-deps
+	$(PY) benchmarks/transactions/run.py --out $(TXN_BENCH_OUT) --runs 3 $(TXN_BENCH_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Table and plot of the transaction benchmark (JMH TransactionBenchmark JSON): per application and
 thread count, the median of the measurement iterations of each scheme (engine, lock, sequential),
-its spread (min-max) and the engine's ratio to each peer.
+its spread (min-max) and the engine's ratio to each peer. Given several JSON files (separate runs),
+each cell is the median of the runs' medians and the spread the min-max of the runs' medians.
 
-Usage: python benchmarks/txn_report.py benchmarks/results/transactions/jmh.json
-Writes table.md and plot.png beside the JSON. Needs matplotlib.
+Usage: python benchmarks/txn_report.py benchmarks/results/transactions/jmh.json [more runs ...]
+Writes table.md and plot.png beside the first JSON. Needs matplotlib.
 """
 
 import json
@@ -20,21 +21,38 @@ import matplotlib.pyplot as plt  # noqa: E402
 IMPLS = ["engine", "lock", "sequential"]
 
 
-def main(path: str) -> None:
-    runs = json.loads(Path(path).read_text())
+def main(path: str, *more: str) -> None:
+    files = [path, *more]
+    medians: dict = {}  # (app, threads, impl) -> per file: (median, min, max) of its iterations
+    runs = []
+    for f in files:
+        for run in json.loads(Path(f).read_text()):
+            runs.append(run)
+            p = run["params"]
+            raw = [x / 1e3 for fork in run["primaryMetric"]["rawData"] for x in fork]
+            medians.setdefault((p["app"], int(p["threads"]), p["impl"]), []).append(
+                (statistics.median(raw), min(raw), max(raw))
+            )
     cells = {}  # (app, threads, impl) -> (median, min, max) in K transactions/s
-    for run in runs:
-        p = run["params"]
-        raw = [x / 1e3 for fork in run["primaryMetric"]["rawData"] for x in fork]
-        cells[(p["app"], int(p["threads"]), p["impl"])] = (statistics.median(raw), min(raw), max(raw))
+    for key, ms in medians.items():
+        if len(ms) == 1:
+            cells[key] = ms[0]
+        else:
+            mids = [m[0] for m in ms]
+            cells[key] = (statistics.median(mids), min(mids), max(mids))
     apps = list(dict.fromkeys(r["params"]["app"] for r in runs))
     threads = sorted({int(r["params"]["threads"]) for r in runs})
     lines = [
         "# Transactions at the core level: TStream applications",
         "",
         "JMH `TransactionBenchmark` (see `command.txt`): 10,000 transactions per invocation, "
-        "median of 3 measurement iterations (min-max), K transactions/s. 2-core VM shared with other "
-        "work: noisy. `sequential` ignores the thread count.",
+        + (
+            "median of 3 measurement iterations (min-max), "
+            if len(files) == 1
+            else f"{len(files)} runs (separate JMH invocations): median of the runs' medians of 3 "
+            "measurement iterations (min-max of the runs' medians), "
+        )
+        + "K transactions/s. 2-core VM shared with other work: noisy. `sequential` ignores the thread count.",
         "",
         "| app | threads | engine | lock | sequential | engine / lock | engine / sequential |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -72,4 +90,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

@@ -45,6 +45,29 @@ def _reads(reads: Mapping[str, Sequence[str]] | None) -> list[dict]:
     return out
 
 
+def _class_writes(writes: Sequence[Sequence[str]], logic: str) -> list[dict]:
+    if isinstance(writes, (str, Mapping)) or not isinstance(writes, Sequence) or not writes:
+        raise SharedStateError(
+            f"transact: with logic={logic!r} writes must be a non-empty list of (state, key expression): the keys "
+            f'the class may write, e.g. [("accounts", "to_id")]; got {writes!r}.'
+        )
+    out = []
+    for i, write in enumerate(writes, start=1):
+        if isinstance(write, str) or not isinstance(write, Sequence) or len(write) != 2:
+            raise SharedStateError(
+                f"transact: with logic={logic!r} write {i} must be a pair (state, key expression) (the class gives "
+                f"the new values); got {write!r}."
+            )
+        state, key = write
+        out.append(
+            {
+                "state": _text(f"the state of write {i}", getattr(state, "name", state), "a State name"),
+                "key": _text(f"the key of write {i}", key, "a Spark SQL expression over the event's columns"),
+            }
+        )
+    return out
+
+
 def _writes(writes: Sequence[Sequence[str]]) -> list[dict]:
     if isinstance(writes, (str, Mapping)) or not isinstance(writes, Sequence) or not writes:
         raise SharedStateError(
@@ -81,6 +104,7 @@ def transact(
     condition: str | None = None,
     outcomes: bool = True,
     lateness: str | None = None,
+    logic: str | None = None,
 ) -> DataFrame:
     """Runs one transaction per event of a streaming DataFrame against one or more States.
 
@@ -112,12 +136,31 @@ def transact(
             condition="src.balance >= amount",
             writes=[("accounts", "from_id", "src.balance - amount"),
                     ("accounts", "to_id", "coalesce(dst.balance, 0) + amount")])
+
+    The class form: ``logic`` names a JVM class implementing
+    ``io.sharedstate.spark.txn.RowTransactionLogic`` (on the classpath: ``spark.jars``) that decides
+    each transaction over Rows (the event, the values read) instead of ``condition`` and new value
+    expressions; ``writes`` are then pairs ``(state, key expression)``, the keys it may write (a write
+    to any other key aborts the transaction with reason ``undeclared_write``)::
+
+        reports = ss.transact(
+            events, time="ts", logic="io.sharedstate.spark.txn.TollProcessingExample",
+            reads={"s": ("speeds", "segment"), "c": ("counts", "segment")},
+            writes=[("speeds", "segment"), ("counts", "segment")])
     """
     if not isinstance(events, DataFrame):
         raise SharedStateError(f"transact: events must be a DataFrame, got {type(events).__name__}.")
     _text("time", time, "the name of the events' TIMESTAMP column")
     read_list = _reads(reads)
-    write_list = _writes(writes)
+    if logic is not None:
+        _text("logic", logic, "the name of a class implementing io.sharedstate.spark.txn.RowTransactionLogic")
+        if condition is not None:
+            raise SharedStateError(
+                f"transact: give a condition or a logic class, not both (condition={condition!r}, logic={logic!r})."
+            )
+        write_list = _class_writes(writes, logic)
+    else:
+        write_list = _writes(writes)
     if condition is not None:
         _text("condition", condition, "a BOOLEAN Spark SQL expression (or None: always commit)")
     if not isinstance(outcomes, bool):
@@ -126,6 +169,11 @@ def transact(
         _text("lateness", lateness, "an interval such as '10 seconds' (or None)")
     spark = events.sparkSession
     with translated():
+        if logic is not None:
+            jdf = api(spark).transactClass(
+                events._jdf, time, logic, json.dumps(read_list), json.dumps(write_list), outcomes, lateness
+            )
+            return DataFrame(jdf, spark)
         jdf = api(spark).transact(
             events._jdf, time, json.dumps(read_list), condition, json.dumps(write_list), outcomes, lateness
         )

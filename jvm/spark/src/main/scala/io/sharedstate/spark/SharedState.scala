@@ -5,7 +5,7 @@ import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.config.{SharedStateConf, StateOptions}
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.StateSchemas
-import io.sharedstate.spark.txn.{Transact, TransactionAccess}
+import io.sharedstate.spark.txn.{RowTransactionLogic, Transact, TransactionAccess}
 import io.sharedstate.spark.write.RealtimeUpdater
 import org.apache.spark.sql.{DataFrame, ForeachWriter, Row, SparkSession}
 
@@ -110,6 +110,42 @@ object SharedState {
       outcomes,
       lateness
     )
+
+  /**
+   * State transactions, the class form: as the declarative [[transact]], but a
+   * [[io.sharedstate.spark.txn.RowTransactionLogic]] decides each transaction over Rows (the event,
+   * the values read) instead of a condition and new value expressions. `reads`: (name, State, key
+   * expression), as there; `writes`: (State, key expression), the keys the logic may write (it
+   * aborts with `undeclared_write` on any other). One instance of `logic` per thread, made with its
+   * no-argument constructor.
+   * {{{
+   *   SharedState.transact(reports, "ts", classOf[MyTollLogic],
+   *     reads = Seq(("s", "speeds", "segment"), ("c", "counts", "segment")),
+   *     writes = Seq(("speeds", "segment"), ("counts", "segment")), outcomes = true, lateness = "5 seconds")
+   * }}}
+   */
+  def transact(events: DataFrame, time: String, logic: Class[_ <: RowTransactionLogic],
+      reads: Seq[(String, String, String)], writes: Seq[(String, String)], outcomes: Boolean,
+      lateness: String): DataFrame =
+    transactClass(events, time, logic.getName, reads, writes, outcomes, lateness)
+
+  /** [[transact]] with the logic class by name (it is loaded and checked when the query is defined). */
+  def transactClass(events: DataFrame, time: String, logic: String, reads: Seq[(String, String, String)],
+      writes: Seq[(String, String)], outcomes: Boolean, lateness: String): DataFrame = {
+    if (logic == null || logic.trim.isEmpty) throw new SharedStateException(
+      "Transaction: the logic class name is empty; give a class implementing " +
+        s"${classOf[RowTransactionLogic].getName}.")
+    Transact(
+      events,
+      time,
+      reads.map { case (name, state, key) => TransactionAccess(name, state, key, null) },
+      null,
+      writes.map { case (state, key) => TransactionAccess(null, state, key, null) },
+      outcomes,
+      lateness,
+      logic.trim
+    )
+  }
 
   /**
    * A `ForeachWriter` that updates State `name` from a query in real-time mode (`trigger(realTime=...)`

@@ -98,6 +98,27 @@ object SharedStateApi {
     )
   }
 
+  /**
+   * [[SharedState.transactClass]] (the class form) with the reads and writes as JSON lists: reads
+   * `[{"name", "state", "key"}]`, writes `[{"state", "key"}]`.
+   */
+  def transactClass(events: DataFrame, time: String, logic: String, readsJson: String, writesJson: String,
+      outcomes: Boolean, lateness: String): DataFrame = {
+    def list(text: String, fields: Seq[String]): Seq[Seq[String]] =
+      json.readTree(text).elements().asScala.toSeq.map(n => fields.map(f => Option(n.get(f)).map(_.asText).orNull))
+    SharedState.transactClass(
+      events,
+      time,
+      logic,
+      list(readsJson, Seq("name", "state", "key")).map(r =>
+        (r(0), r(1),
+          r(2))),
+      list(writesJson, Seq("state", "key")).map(w => (w(0), w(1))),
+      outcomes,
+      lateness
+    )
+  }
+
   /** The State's definition and placement. */
   def describe(state: StateHandle): String = {
     val spec = state.spec

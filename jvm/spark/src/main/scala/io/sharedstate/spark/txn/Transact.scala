@@ -24,12 +24,12 @@ import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
 private[sharedstate] object Transact {
 
   def apply(events: DataFrame, time: String, reads: Seq[TransactionAccess], condition: String,
-      writes: Seq[TransactionAccess], outcomes: Boolean, lateness: String): DataFrame = {
+      writes: Seq[TransactionAccess], outcomes: Boolean, lateness: String, logic: String = null): DataFrame = {
     if (!events.isStreaming) throw new SharedStateException(
       "Transaction: the events must be a streaming DataFrame (spark.readStream...), run as a micro-batch query.")
     val timeOrdinal = StateSchemas.checkTimestamp(events.schema, time, "time")
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
-      state => StateSchemas.of(Coordinator.get.state(state).spec))
+      state => StateSchemas.of(Coordinator.get.state(state).spec), logic)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
     val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
     // Refused, not warned: a new driver would reopen the State without the effects applied since its last

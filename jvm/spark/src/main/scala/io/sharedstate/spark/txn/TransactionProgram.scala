@@ -35,7 +35,8 @@ private[sharedstate] final case class TransactionAccess(name: String, state: Str
  * null writes nothing. The condition false or null aborts the whole transaction: nothing is written.
  */
 private[sharedstate] final case class TransactionProgram(eventSchema: StructType, reads: IndexedSeq[TransactionAccess],
-    condition: String, writes: IndexedSeq[TransactionAccess], schemas: Map[String, StateSchemas]) {
+    condition: String, writes: IndexedSeq[TransactionAccess], schemas: Map[String, StateSchemas],
+    logic: String = null) {
   import TransactionProgram.{compiledFor, Compiled}
 
   /** The States the transaction writes, in the order of their first write. */
@@ -61,6 +62,10 @@ private[sharedstate] final case class TransactionProgram(eventSchema: StructType
   def decide(event: InternalRow, values: Array[Array[Byte]]): Array[Array[Byte]] =
     local.get.decide(event, values)
 
+  /** The class form's decision ([[ClassLogic]]): the user's logic over the event and the values read. */
+  def decideByClass(event: UnsafeRow, values: Array[Array[Byte]]): TransactionDecision =
+    local.get.byClass.decide(event, values)
+
   /**
    * The engine's transaction for `event` (an UnsafeRow of the event's columns) at `time`: the reads
    * and writes whose keys are not null, the event's bytes as payload (handed back in its outcome).
@@ -71,7 +76,9 @@ private[sharedstate] final case class TransactionProgram(eventSchema: StructType
     val readKeys = reads.indices.filter(present).map(i => StateKey(reads(i).state, keys(i)))
     val writeKeys = writes.indices.filter(j => present(reads.length + j))
       .map(j => StateKey(writes(j).state, keys(reads.length + j)))
-    new Transaction(time, readKeys, writeKeys, DeclarativeLogic(this, present), event.getBytes)
+    val logic = if (this.logic == null) DeclarativeLogic(this, present)
+    else { ClassLogic.resolve(this.logic); ClassLogic(this, present) } // resolved where the task's loader sees it
+    new Transaction(time, readKeys, writeKeys, logic, event.getBytes)
   }
 }
 
@@ -112,12 +119,23 @@ private[sharedstate] object TransactionProgram {
   /**
    * Checks and compiles a transaction: every State known, read names unique and distinct from the
    * event's columns, key types equal to the States' key types, a BOOLEAN condition, new values of
-   * the States' value types. Each failure names what is wrong.
+   * the States' value types. Each failure names what is wrong. With `logic` (the class form, a
+   * [[RowTransactionLogic]] class name) there is no condition and the writes have no new value
+   * expression: the class decides.
    */
   def compile(eventSchema: StructType, reads: Seq[TransactionAccess], condition: String,
-      writes: Seq[TransactionAccess], schemaOf: String => StateSchemas): TransactionProgram = {
+      writes: Seq[TransactionAccess], schemaOf: String => StateSchemas, logic: String = null): TransactionProgram = {
     if (writes.isEmpty) throw new SharedStateException(
       "Transaction: it writes nothing; give at least one write (State, key expression, new value expression).")
+    if (logic != null) {
+      if (condition != null) throw new SharedStateException(
+        s"Transaction: a condition ('$condition') and a logic class ('$logic') were both given; the class decides, " +
+          "give one or the other.")
+      writes.find(_.expr != null).foreach(w =>
+        throw new SharedStateException(
+          s"Transaction: with a logic class ('$logic') a write is (State, key expression); the write into " +
+            s"'${w.state}' at ${w.key} has a new value expression ('${w.expr}'): the class gives the values."))
+    }
     val names = reads.map(_.name)
     names.foreach { n =>
       if (n == null || !n.matches("[A-Za-z_][A-Za-z0-9_]*")) throw new SharedStateException(
@@ -132,7 +150,7 @@ private[sharedstate] object TransactionProgram {
     }
     val schemas = (reads ++ writes).map(_.state).distinct.map(s => s -> schemaOf(s)).toMap
     val program = TransactionProgram(eventSchema, reads.toIndexedSeq, Option(condition).getOrElse("true"),
-      writes.toIndexedSeq, schemas)
+      writes.toIndexedSeq, schemas, logic)
     new Compiled(program) // every expression resolved and type-checked once here, on the driver
     program
   }
@@ -156,7 +174,8 @@ private[sharedstate] object TransactionProgram {
       }
 
     // One projection for the whole decision: the condition, then each new value as its stored struct.
-    private val decision: UnsafeProjection = UnsafeProjection.create(
+    private val decision: UnsafeProjection = if (p.logic != null) null
+    else UnsafeProjection.create(
       TransactionExpressions.condition(p.condition, inputColumns) +: p.writes.zipWithIndex.map { case (w, i) =>
         TransactionExpressions.value(s"the new value of write ${i + 1} (into '${w.state}')", w.expr, inputColumns,
           w.state, p.schemas(w.state).value)
@@ -166,6 +185,9 @@ private[sharedstate] object TransactionProgram {
     private val widths = p.writes.map(w => p.schemas(w.state).value.length).toArray
     private val keyWidths = (p.reads ++ p.writes).map(a => p.schemas(a.state).key.length).toArray
     private val readWidths = p.reads.map(r => p.schemas(r.state).value.length).toArray
+
+    /** The class form's logic on this thread (made, and so checked, when the program is compiled). */
+    val byClass: ClassLogic.Runner = if (p.logic == null) null else new ClassLogic.Runner(p, keys)
 
     def keys(event: InternalRow): Array[Key] = keyEncoders.indices.map { i =>
       val (check, encoder) = keyEncoders(i)

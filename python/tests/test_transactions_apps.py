@@ -31,6 +31,12 @@ def test_application_equals_the_sequential_oracle(spark, workdir, state_name, ap
     names = _states(spark, work, state_name, workdir)
     write_batches(workdir / "in", arrival_batches(work.events, 6))
     txn = _start_transactions(spark, work, names, workdir)
+    await_and_check(spark, txn, work, names, workdir)
+
+
+def await_and_check(spark, txn, work, names: dict, workdir) -> None:
+    """Waits for every outcome the sequential oracle commits (the query must not fail meanwhile), then
+    compares the outcomes and the final States with the oracle's."""
     expected = work.oracle()
 
     def done() -> bool:

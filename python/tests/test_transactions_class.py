@@ -9,9 +9,9 @@ import pytest
 import sharedstate as ss
 from sharedstate.errors import SharedStateError
 from sharedstate.testing.adcamp import write_batches
-from sharedstate.testing.streams import drained, wait_until
-from sharedstate.testing.transactions import arrival_batches, assert_equals_oracle, toll_processing
-from test_transactions_ledger import _count, _states
+from sharedstate.testing.transactions import arrival_batches, toll_processing
+from test_transactions_apps import await_and_check
+from test_transactions_ledger import _states
 
 LOGIC = "io.sharedstate.spark.txn.TollProcessingExample"
 
@@ -36,18 +36,7 @@ def test_toll_processing_class_equals_the_sequential_oracle(spark, workdir, stat
         .trigger(processingTime="200 milliseconds")
         .start()
     )
-    expected = work.oracle()
-
-    def done() -> bool:
-        if txn.exception() is not None:
-            raise AssertionError(f"query failed: {txn.exception()}")
-        return _count(spark, workdir / "out") >= len(expected.committed)
-
-    wait_until(done, timeout=300, what=f"{len(expected.committed)} outcomes")
-    drained(txn)
-    outcomes = spark.read.parquet(str(workdir / "out")).collect()
-    finals = {name: ss.State.get(spark, state).as_of().collect() for name, state in names.items()}
-    assert_equals_oracle(work, expected, outcomes, finals)
+    await_and_check(spark, txn, work, names, workdir)
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 private[sharedstate] final case class ClassLogic(program: TransactionProgram, present: Array[Boolean])
     extends TransactionLogic {
   override def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = {
-    val event = new UnsafeRow(program.eventSchema.length)
-    event.pointTo(txn.payload, txn.payload.length)
-    val all = new Array[Array[Byte]](program.reads.length)
-    var made = 0
-    all.indices.foreach { i =>
-      if (present(i)) { all(i) = reads(made).orNull; made += 1 }
-    }
+    val (event, all) = program.inputs(txn, reads, present)
     program.decideByClass(event, all)
   }
 }

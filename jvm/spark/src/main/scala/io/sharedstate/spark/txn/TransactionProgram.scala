@@ -37,6 +37,22 @@ private[sharedstate] final case class TransactionAccess(name: String, state: Str
 private[sharedstate] final case class TransactionProgram(eventSchema: StructType, reads: IndexedSeq[TransactionAccess],
     condition: String, writes: IndexedSeq[TransactionAccess], schemas: Map[String, StateSchemas],
     logic: String = null) {
+
+  /**
+   * A transaction's event (over its payload) and its values read, each in its declared place (`present`:
+   * which reads, then writes, were made; the engine passes only those); null where not made or absent.
+   */
+  def inputs(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]], present: Array[Boolean])
+      : (UnsafeRow, Array[Array[Byte]]) = {
+    val event = new UnsafeRow(eventSchema.length)
+    event.pointTo(txn.payload, txn.payload.length)
+    val all = new Array[Array[Byte]](this.reads.length)
+    var made = 0
+    all.indices.foreach { i =>
+      if (present(i)) { all(i) = reads(made).orNull; made += 1 }
+    }
+    (event, all)
+  }
   import TransactionProgram.{compiledFor, Compiled}
 
   /** The States the transaction writes, in the order of their first write. */
@@ -90,13 +106,7 @@ private[sharedstate] final case class TransactionProgram(eventSchema: StructType
 private[sharedstate] final case class DeclarativeLogic(program: TransactionProgram, present: Array[Boolean])
     extends TransactionLogic {
   override def decide(txn: Transaction, reads: IndexedSeq[Option[Array[Byte]]]): TransactionDecision = {
-    val event = new UnsafeRow(program.eventSchema.length)
-    event.pointTo(txn.payload, txn.payload.length)
-    val all = new Array[Array[Byte]](program.reads.length)
-    var made = 0
-    all.indices.foreach { i =>
-      if (present(i)) { all(i) = reads(made).orNull; made += 1 }
-    }
+    val (event, all) = program.inputs(txn, reads, present)
     val values = program.decide(event, all)
     if (values == null) TransactionDecision.Abort(TransactionProgram.ConditionFailed)
     else TransactionDecision.Commit(program.writes.indices.filter(j => present(program.reads.length + j)).map { j =>

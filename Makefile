@@ -118,14 +118,14 @@ bench-statestore: jar
 PARTIAL_OUT ?= benchmarks/results/partial
 PARTIAL_ARGS ?=
 bench-partial: jar
-	$(PY) benchmarks/partial/run.py --out $(PARTIAL_OUT) --runs 3 $(PARTIAL_ARGS)
+	$(PY) benchmarks/partial/bench_partial.py --out $(PARTIAL_OUT) --runs 3 $(PARTIAL_ARGS)
 
 # TStream's four applications on Spark (benchmarks/transactions, ~40 min on 2 cores): ss.transact beside
 # a foreachBatch into Delta (MERGE) and into Redis, three runs. TXN_BENCH_ARGS adds options (e.g. --quick).
 TXN_BENCH_OUT ?= benchmarks/results/transactions
 TXN_BENCH_ARGS ?=
 bench-transactions: jar bench-deps
-	$(PY) benchmarks/transactions/run.py --out $(TXN_BENCH_OUT) --runs 3 $(TXN_BENCH_ARGS)
+	$(PY) benchmarks/transactions/bench_transactions.py --out $(TXN_BENCH_OUT) --runs 3 $(TXN_BENCH_ARGS)
 
 bench-deps: venv
 	@if ! command -v redis-server >/dev/null; then \

@@ -218,6 +218,9 @@ def spark_submit_command(cluster: StandaloneCluster, app: Path, *args: str, conf
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": "4",
+        # the workers share the host's address (host network) but not a file system: a reducer must fetch
+        # another executor's shuffle blocks over the network, not read them as if from its own disk
+        "spark.shuffle.readHostLocalDisk": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         # the executors run the image's Python (a Python worker would start there, not the host's)

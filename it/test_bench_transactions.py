@@ -23,7 +23,7 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
     pytest.importorskip("redis", reason="the bench extra is not installed (make bench-deps)")
     out = tmp_path / "results"
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/transactions/run.py"), "--quick", "--out", str(out),
+        [sys.executable, str(ROOT / "benchmarks/transactions/bench_transactions.py"), "--quick", "--out", str(out),
          "--scratch", str(tmp_path / "scratch")],
         capture_output=True,
         text=True,

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from run import APPS, MODES, SIDES
+from bench_partial import APPS, MODES, SIDES
 
 HERE = Path(__file__).resolve().parent
 
@@ -20,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 def test_quick_run_checks_every_side_against_the_oracle(tmp_path):
     out = tmp_path / "out"
     subprocess.run(
-        [sys.executable, str(HERE / "run.py"), "--out", str(out), "--quick", "--pace", "0.5"],
+        [sys.executable, str(HERE / "bench_partial.py"), "--out", str(out), "--quick", "--pace", "0.5"],
         check=True,
         timeout=1200,
     )
@@ -34,4 +33,4 @@ def test_quick_run_checks_every_side_against_the_oracle(tmp_path):
     table = (out / "table.md").read_text()
     assert all(f"| {a} | {s} |" in table for a in APPS for s in SIDES)
     assert (out / "plot.png").stat().st_size > 0
-    assert (out / "command.txt").read_text().startswith(".venv/bin/python benchmarks/partial/run.py")
+    assert (out / "command.txt").read_text().startswith(".venv/bin/python benchmarks/partial/bench_partial.py")

@@ -1,4 +1,4 @@
-"""Table and plot of the Spark transaction benchmark (benchmarks/transactions/run.py): per
+"""Table and plot of the Spark transaction benchmark (benchmarks/transactions/bench_transactions.py): per
 application and method, the median over the runs of throughput and p99 outcome latency (min-max),
 correctness, and the plugin's ratios to each peer."""
 
@@ -35,7 +35,8 @@ def write_report(out: Path, meta: dict, points: list[dict]) -> None:
     lines = [
         "# State transactions on Spark: TStream applications",
         "",
-        f"`benchmarks/transactions/run.py` ({meta['started_utc']}, {meta['minutes']} min, {meta['machine']}): "
+        "`benchmarks/transactions/bench_transactions.py` "
+        f"({meta['started_utc']}, {meta['minutes']} min, {meta['machine']}): "
         f"{s['events']} events per application ({s['records']} records, the paper's skew and multi-partition "
         f"mix) offered at a fixed {s['rate']} events/s, {len(runs)} run(s); median over the runs (min-max). "
         "Throughput = events / (last outcome visible - first input file visible), at most about the "

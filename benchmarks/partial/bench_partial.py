@@ -2,8 +2,8 @@
 learning, each on sharedstate at 1 and 2 writer partitions beside what a Spark user writes today
 (sides.py), in one Spark application. See benchmarks/README.md.
 
-    .venv/bin/python benchmarks/partial/run.py --out benchmarks/results/partial --runs 3
-    .venv/bin/python benchmarks/partial/run.py --out /tmp/partial-quick --quick     # tiny, one run
+    .venv/bin/python benchmarks/partial/bench_partial.py --out benchmarks/results/partial --runs 3
+    .venv/bin/python benchmarks/partial/bench_partial.py --out /tmp/partial-quick --quick     # tiny, one run
 
 Per run, application and side, two points, each with fresh queries and States:
 - capacity: every input file visible at once (a fixed load); events/s = the checked events after
@@ -291,7 +291,7 @@ def report(points: list[dict], args, sizes: dict, runs: int, argv: list[str] | N
     if "--report-from" in given:  # the command that ran the points
         at = given.index("--report-from")
         del given[at : at + 2]
-    command = ".venv/bin/python benchmarks/partial/run.py " + shlex.join(given)
+    command = ".venv/bin/python benchmarks/partial/bench_partial.py " + shlex.join(given)
     doc = {
         "meta": {
             "command": command,

@@ -2,8 +2,8 @@
 user writes today (a foreachBatch applying each batch's final events in time order, the State in a
 Delta table with MERGE, or in Redis), on the same input, in the same run.
 
-    .venv/bin/python benchmarks/transactions/run.py --out benchmarks/results/transactions --runs 3
-    .venv/bin/python benchmarks/transactions/run.py --quick --out /tmp/txn-quick     # smoke, ~2 min
+    .venv/bin/python benchmarks/transactions/bench_transactions.py --out benchmarks/results/transactions --runs 3
+    .venv/bin/python benchmarks/transactions/bench_transactions.py --quick --out /tmp/txn-quick     # smoke, ~2 min
 
 A fixed offered load, not a search for the highest sustained rate (a search over 4 applications x
 3 methods x 3 runs does not fit the 2-core machine's time): each point offers ``--events`` events at

@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from sharedstate.testing.adcamp import accepted_updates, comparable, expected_late, make_workload, oracle, write_batches
+from sharedstate.testing.processes import executor_pid
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "it/apps/durable_cluster_app.py"
@@ -41,26 +42,6 @@ def committed_epochs(workdir: Path, name: str) -> int:
 def output_batches(workdir: Path) -> int:
     meta = workdir / "out" / "_spark_metadata"
     return len([p for p in meta.iterdir() if p.name.isdigit()]) if meta.is_dir() else 0
-
-
-def executor_pid(app_id: str, executor_id: str) -> int:
-    """The pid of this application's executor JVM `executor_id` (its command line names both)."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            args = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        text = [a.decode(errors="replace") for a in args]
-        if (
-            any(a.endswith("CoarseGrainedExecutorBackend") for a in text)
-            and app_id in text
-            and "--executor-id" in text
-            and text[text.index("--executor-id") + 1] == executor_id
-        ):
-            return int(proc.name)
-    raise AssertionError(f"no executor {executor_id} of {app_id} found")
 
 
 def late_rows(work) -> list[list[str]]:

@@ -23,9 +23,10 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 import sharedstate as ss
-from app_support import cluster_session, executor_pid, finish, key_partitions, save
+from app_support import cluster_session, finish, key_partitions, save
 from sharedstate.testing.adcamp import write_batches
 from sharedstate.testing.learning import EVENT_SCHEMA, EXAMPLE_SCHEMA, LR, make_learning
+from sharedstate.testing.processes import executor_pid
 from sharedstate.testing.streams import check_running, drained, wait_until
 
 TASKS = 2

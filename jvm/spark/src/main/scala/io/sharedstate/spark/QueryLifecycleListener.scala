@@ -1,5 +1,6 @@
 package io.sharedstate.spark
 
+import io.sharedstate.spark.changes.QueryListeners
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.write.WriterLifecycle
 import org.apache.spark.sql.SparkSession
@@ -34,11 +35,7 @@ private[sharedstate] final class QueryLifecycleListener extends StreamingQueryLi
 }
 
 private[sharedstate] object QueryLifecycleListener {
-  private val sessions =
-    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */
-  def ensure(spark: SparkSession): Unit = sessions.synchronized {
-    if (sessions.add(spark)) spark.streams.addListener(new QueryLifecycleListener)
-  }
+  def ensure(spark: SparkSession): Unit = QueryListeners.ensure(spark, "writer-lifecycle")(new QueryLifecycleListener)
 }

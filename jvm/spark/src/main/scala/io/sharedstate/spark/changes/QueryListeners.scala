@@ -8,9 +8,9 @@ import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryListener}
 import scala.collection.mutable
 
 /**
- * What the plugin's streaming query listeners (fetch joins, transactions) share: each is added to a
- * session's query manager once, and each finds its operators in the analysed plan of a query that
- * just started (Spark posts the start on the stream thread, before the first batch).
+ * What the plugin's streaming query listeners (writers, publishing, fetch joins, transactions) share:
+ * each is added to a session's query manager once, and each finds its operators in the analysed plan
+ * of a query that just started (Spark posts the start on the stream thread, before the first batch).
  */
 private[sharedstate] object QueryListeners {
   // Per session (weakly held), the kinds of listener already added to it.

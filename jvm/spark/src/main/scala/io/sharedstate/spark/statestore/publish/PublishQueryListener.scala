@@ -1,5 +1,6 @@
 package io.sharedstate.spark.statestore.publish
 
+import io.sharedstate.spark.changes.QueryListeners
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.streaming.StreamingQueryListener
@@ -33,11 +34,7 @@ private[sharedstate] final class PublishQueryListener(session: SparkSession)
 }
 
 private[sharedstate] object PublishQueryListener {
-  private val sessions =
-    java.util.Collections.newSetFromMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
 
   /** Adds the listener to `spark`'s query manager once. */
-  def ensure(spark: SparkSession): Unit = sessions.synchronized {
-    if (sessions.add(spark)) spark.streams.addListener(new PublishQueryListener(spark))
-  }
+  def ensure(spark: SparkSession): Unit = QueryListeners.ensure(spark, "publish")(new PublishQueryListener(spark))
 }

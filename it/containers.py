@@ -10,6 +10,7 @@ registry, which is out of reach: it is off, and the fixtures remove their contai
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -101,13 +102,24 @@ def spark_auth_opts(secret: str) -> str:
 class StandaloneCluster:
     """A Spark standalone cluster in containers: one master and `workers` workers, spark.authenticate
     on with `secret` (the master, the workers and every application share it), `shared` directories
-    bind-mounted at their own paths in every container."""
+    bind-mounted at their own paths in every container. `decommission`: the workers honour Spark's
+    graceful decommissioning (`spark.decommission.enabled`: SIGPWR tells a worker to decommission)."""
 
-    def __init__(self, containers: Containers, image: str, secret: str, shared: list[Path], workers: int = 2):
+    def __init__(
+        self,
+        containers: Containers,
+        image: str,
+        secret: str,
+        shared: list[Path],
+        workers: int = 2,
+        decommission: bool = False,
+    ):
         self.containers = containers
         self.image = image
         self.secret = secret
         self.shared = shared
+        self.decommission = decommission
+        self.decommissioned: set[int] = set()
         self.port = free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
         self.master = containers.start(
@@ -138,6 +150,9 @@ class StandaloneCluster:
         }
 
     def start_worker(self, index: int) -> DockerContainer:
+        env = self.env()
+        if self.decommission:
+            env["SPARK_WORKER_OPTS"] = "-Dspark.decommission.enabled=true"
         worker = self.containers.start(
             self.image,
             f"worker{index}-{uuid.uuid4().hex[:4]}",
@@ -156,11 +171,29 @@ class StandaloneCluster:
                 "--memory",
                 "1536m",
             ],
-            self.env(),
+            env,
             self.shared,
         )
         wait_for_log(worker, "Successfully registered with master", 180, f"Spark worker {index}")
         return worker
+
+    def add_worker(self) -> int:
+        """One more worker (the cluster growing); returns its index."""
+        self.workers.append(self.start_worker(len(self.workers)))
+        return len(self.workers) - 1
+
+    def decommission_worker(self, index: int) -> None:
+        """Spark's graceful decommissioning of a standalone worker, as an operator (or a cloud's
+        preemption notice) starts it: SIGPWR to the worker (the container's init passes it on). The
+        worker tells the master, which tells each application's driver that the worker's executors are
+        decommissioned; the executors finish their tasks and leave."""
+        self.workers[index].get_wrapped_container().kill(signal="SIGPWR")
+        self.decommissioned.add(index)
+
+    def executor_ids(self, index: int, app_id: str) -> list[str]:
+        """The executors of `app_id` the worker launched (from its log)."""
+        logs = self.workers[index].get_wrapped_container().logs().decode(errors="replace")
+        return re.findall(rf"Asked to launch executor {re.escape(app_id)}/(\d+)", logs)
 
     def kill_worker(self, index: int) -> None:
         """SIGKILL of the worker container: the worker and its executor JVM die at once."""

@@ -36,23 +36,41 @@ def longest(m: dict) -> str:
     )
 
 
+def held(m: dict) -> str:
+    """How long the State's commits waited for the move (the last pre-copy round and the fence), and
+    the longest stage-and-commit of the writer steady / around the move (medians of the runs)."""
+    if "commits_held_ms" not in m:
+        return "- | -"
+    return (
+        f"{spread(m['commits_held_ms'])} | {statistics.median(m['steady_commit_max_ms']):,.1f} / "
+        f"{statistics.median(m['around_move_commit_max_ms']):,.1f}"
+    )
+
+
+def loads(data: dict) -> str:
+    """The 1-minute load average at the moves (the box is shared)."""
+    xs = [x for m in data["moves"] for x in m.get("load_average", [])]
+    return f"load average at the moves: {min(xs):.1f}-{max(xs):.1f} (median {statistics.median(xs):.1f})" if xs else ""
+
+
 def table(data: dict) -> str:
     restart = {r["keys"]: r["downtime_ms"] for r in data["spark_restart"]}
     lines = [
         "| keys in the partition | move | pause (fence), ms | whole call (pre-copy incl.), ms "
         "| fetch p99 steady, ms | fetch p99 around the move, ms | ratio | longest fetch steady / around, ms "
+        "| commits held, ms | longest commit steady / around, ms "
         "| Spark: restart from a fresh checkpoint, ms |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for m in data["moves"]:
         ratio = [a / s for a, s in zip(m["around_move_fetch_p99_ms"], m["steady_fetch_p99_ms"])]
         lines.append(
             f"| {m['keys']:,} | {'pre-copy' if m['pre_copy'] else 'whole copy in the fence'} "
             f"| {spread(m['pause_ms'])} | {spread(m['call_ms'])} | {spread(m['steady_fetch_p99_ms'])} "
-            f"| {spread(m['around_move_fetch_p99_ms'])} | {spread(ratio)}x | {longest(m)} "
+            f"| {spread(m['around_move_fetch_p99_ms'])} | {spread(ratio)}x | {longest(m)} | {held(m)} "
             f"| {spread(restart[m['keys']])} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (f"\n{loads(data)}\n" if loads(data) else "")
 
 
 def plot(data: dict, png: Path) -> None:

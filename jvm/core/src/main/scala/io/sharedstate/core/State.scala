@@ -33,6 +33,9 @@ final class State(val spec: StateSpec) {
   private[sharedstate] val partialView: PartialView = spec.partialView
   private val compaction = CompactionRule.resolve(spec.compaction, valueType)
   private val parts = Array.tabulate(spec.partitions)(i => new StatePartition(i, rule, compaction))
+  // Partitions whose entries are here but not this holder's to count: a live move's pre-copy before the
+  // take-over (see preload), or a pre-copied hand-over's entries until release. Metrics leave them out.
+  private val notServed = java.util.concurrent.ConcurrentHashMap.newKeySet[Integer]()
   private val allowedFetchRules = spec.fetchRules.map(_.trim.toLowerCase).toSet
   private val allowedUserFetchClasses = spec.fetchRules.map(_.trim)
     .filter(_.toLowerCase.startsWith(FetchRule.ClassPrefix)).map(_.substring(FetchRule.ClassPrefix.length).trim).toSet
@@ -504,7 +507,7 @@ final class State(val spec: StateSpec) {
     val snapshots = moving.map(i =>
       codec.SnapshotCodec.encode(
         codec.PartitionCapture.of(spec.name, parts(i), parts.length, u, delta = precopied, startChain = false)))
-    if (precopied) moving.foreach(parts(_).stopTracking())
+    if (precopied) moving.foreach { i => parts(i).stopTracking(); notServed.add(i) }
     val shares = mutable.ArrayBuffer.empty[StagedShare]
     staging.forEach { (id, tasks) =>
       tasks.replaceAll { (task, batch) =>
@@ -599,6 +602,7 @@ final class State(val spec: StateSpec) {
     if (s.partitionCount != parts.length || s.staged.nonEmpty || (!s.delta && parts(s.partition).keyCount != 0))
       throw new SharedStateException(s"State '${spec.name}': a pre-copy of partition ${s.partition} does not fit here.")
     val p = parts(s.partition)
+    notServed.add(s.partition)
     s.entries.foreach { case (k, set) => p.restore(k, set) }
     s.partition
   }
@@ -607,7 +611,9 @@ final class State(val spec: StateSpec) {
    * Forgets every entry of `partitions`: what [[preload]] loaded (the move did not happen), or what a
    * pre-copied hand-over left here (the new owner took the partitions).
    */
-  def release(partitions: Seq[Int]): Unit = underCommitLock(partitions.foreach(parts(_).clear()))
+  def release(partitions: Seq[Int]): Unit = underCommitLock(partitions.foreach { i =>
+    parts(i).clear(); notServed.remove(i)
+  })
 
   /**
    * Takes partitions another holder handed over (see [[handOver]]): their snapshots, which must be
@@ -616,6 +622,7 @@ final class State(val spec: StateSpec) {
    */
   def takeOver(h: PartitionHandOver): Unit = underCommitLock {
     h.snapshots.foreach(b => restorePartition(codec.SnapshotCodec.decode(b)))
+    h.partitions.foreach(notServed.remove(_))
     h.staged.foreach { s =>
       if (s.epoch > lastEpoch.getOrElse(s.writer, -1L)) {
         val more = s.batch
@@ -759,14 +766,17 @@ final class State(val spec: StateSpec) {
 
   def metrics: StateMetrics = {
     val stats = writerStats.asScala.map { case (w, s) => w -> (s.accepted.get, s.rejected.get) }.toMap
+    // a live move's copy counts at one holder only: where the partition is served
+    def held(f: StatePartition => Long): IndexedSeq[Long] =
+      parts.toIndexedSeq.map(p => if (notServed.contains(p.id)) 0L else f(p))
     val (writers, readers, staged, stagedBytes) = underCommitLock(
       (updateTracker.reporters, fetchTracker.reporters, parts.map(_.stagedCount.toLong).sum,
         parts.map(_.stagedBytes).sum))
     StateMetrics(
       name = spec.name,
       updateProgress = u,
-      keys = parts.map(_.keyCount.toLong).sum,
-      bytesHeld = parts.map(_.bytesHeld).sum,
+      keys = held(_.keyCount.toLong).sum,
+      bytesHeld = held(_.bytesHeld).sum,
       updatesApplied = parts.map(_.updatesApplied).sum,
       updatesStaged = staged,
       updatesRejected = rejectedCount.get,
@@ -774,14 +784,14 @@ final class State(val spec: StateSpec) {
       writerCounts = stats,
       fetchProgress = f,
       readers = readers,
-      rawBytes = parts.map(_.rawBytes).sum,
-      pairs = parts.map(_.pairCount).sum,
+      rawBytes = held(_.rawBytes).sum,
+      pairs = held(_.pairCount).sum,
       pairsCompacted = parts.map(_.pairsCompacted).sum,
       stagedBytes = stagedBytes + stagingBytes.get,
       pendingFetches = pending.size,
       memoryLimitBytes = spec.memoryLimitBytes,
-      partitionBytes = parts.map(_.bytesHeld).toIndexedSeq,
-      partitionKeys = parts.map(_.keyCount.toLong).toIndexedSeq,
+      partitionBytes = held(_.bytesHeld),
+      partitionKeys = held(_.keyCount.toLong),
       rejectedBytes = rejectedLogBytes.get,
       rejectedDropped = math.max(0L, rejectedCount.get - spec.rejectedLogCap)
     )

@@ -9,7 +9,8 @@ import scala.util.Random
  * with exactly what a whole-partition hand-over gives it, and with what a State that never moved holds,
  * although keys changed, keys appeared and updates were staged between the pre-copy and the fence; the
  * fence's snapshots hold only that delta (after a further round, what changed since that round); a
- * take-back at the old owner restores it exactly.
+ * take-back at the old owner restores it exactly. The partitions' keys count at one holder only: the
+ * new owner's pre-copy not before the take-over, the old owner's kept entries not after the hand-over.
  */
 class PreCopySuite extends AnyFunSuite {
   private val spec = StateSpec("pc", "k STRING", "v STRING", 4, "replace")
@@ -56,6 +57,9 @@ class PreCopySuite extends AnyFunSuite {
     val copy = pre.preCopy(moving)
     val target = new State(spec)
     assert(target.preload(copy.toSeq) == moving)
+    // not the target's to count before the take-over: the State's keys are counted once
+    assert(target.metrics.keys == 0 && target.metrics.partitionKeys.forall(_ == 0) && target.metrics.bytesHeld == 0)
+    assert(pre.metrics.keys == never.metrics.keys)
     intercept[SharedStateException](pre.preCopy(moving)) // one pre-copy at a time
     // between the pre-copy and the fence: changed and new keys, and an epoch staged but not committed
     epoch(all, 3L, keys = 3100, updates = 200)
@@ -69,7 +73,13 @@ class PreCopySuite extends AnyFunSuite {
     val delta = pre.handOver(moving, precopied = true)
     val whole = plain.handOver(moving)
     assert(delta.snapshots.map(_.length).sum < whole.snapshots.map(_.length).sum / 2, "the fence sends the delta")
+    // the old owner keeps the entries until it releases them, but no longer counts them
+    assert(pre.metrics.keys == never.metrics.keys - moving.map(never.partition(_).keyCount).sum)
     target.restoreProgress(pre.progressImage); target.takeOver(delta)
+    assert(target.metrics.keys == moving.map(never.partition(_).keyCount).sum)
+    assert(target.metrics.partitionKeys == never.metrics.partitionKeys.zipWithIndex.map { case (k, i) =>
+      if (moving.contains(i)) k else 0L
+    })
     val other = new State(spec)
     other.restoreProgress(plain.progressImage); other.takeOver(whole)
     for (i <- moving) {
@@ -93,6 +103,7 @@ class PreCopySuite extends AnyFunSuite {
     epoch(Seq(pre, never), 2L, keys = 150)
     val pending = stage(Seq(pre, never), 3L, keys = 150)
     pre.takeOver(pre.handOver(moving, precopied = true))
+    assert(pre.metrics.keys == never.metrics.keys, "taken back: counted again")
     pre.commitEpoch("w", 3L, pending); never.commitEpoch("w", 3L, pending)
     for (i <- 0 until 4) assert(entries(pre, i) == entries(never, i), s"partition $i")
   }

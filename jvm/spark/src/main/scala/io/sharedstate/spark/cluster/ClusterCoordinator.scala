@@ -50,6 +50,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
   // With spark.authenticate off and no opt-in the service does not serve (see RpcSecurity): its
   // endpoints are not set up on the driver's RpcEnv and every State creation or use fails naming the fix.
   private val serving = RpcSecurity.allowed(sc.getConf)
+  // Whether live moves pre-copy (docs/elasticity.md); read once, as the application's other settings are.
+  private[cluster] val preCopy = SharedStateConf.ElasticityPreCopy.read(sc.getConf)
 
   /** This driver's node in the cluster: it hosts partitions only when no executor can. */
   private[cluster] lazy val node: ClusterNode = {
@@ -102,7 +104,7 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
       val asked =
         route.hosts.map(h => h -> node.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)))
       asked.foreach { case (h, f) => HostLink.await[Any](f, h, spec.name, route.partitionsOf(h)) }
-      val state = new ClusterStateController(new State(spec), route, node)
+      val state = new ClusterStateController(new State(spec), route, node, preCopy = preCopy)
       states.put(spec.name, state)
       logInfo(s"State ${spec.name}: ${spec.partitions} partition(s) on ${route.hosts.mkString(", ")}")
       state
@@ -165,7 +167,8 @@ private[sharedstate] final class ClusterCoordinator(sc: SparkContext)
         rejectedAtOpen = (rejectedThrough +: missing.map(_._1)).max
       )
       val state =
-        new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pickHost)))
+        new ClusterStateController(keeper, route, node, Some(ClusterStateController.Durable(journal, source, pickHost)),
+          preCopy = preCopy)
       DurableStates.attachCluster(spark, spec.name, tables, state.snapshotSource)
       states.put(spec.name, state)
       logInfo(s"State ${spec.name}: durable under $root, ${spec.partitions} partition(s) opened on " +

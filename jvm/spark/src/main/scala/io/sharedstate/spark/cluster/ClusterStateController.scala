@@ -34,9 +34,11 @@ import scala.util.control.NonFatal
  *
  * `keeperHosted`: the keeper is the State itself, hosted by the driver (a read-only durable State
  * following its owner's changelog): steps apply to it once, directly; requests reach it as a host.
+ * `preCopy`: whether a live move pre-copies its partitions (`spark.sharedstate.elasticity.preCopy`).
  */
 private[sharedstate] final class ClusterStateController(progressKeeper: State, initialRoute: StateRoute,
-    node: ClusterNode, durable: Option[ClusterStateController.Durable] = None, keeperHosted: Boolean = false)
+    node: ClusterNode, durable: Option[ClusterStateController.Durable] = None, keeperHosted: Boolean = false,
+    val preCopy: Boolean = true)
     extends StateController with Logging {
   @volatile private var currentRoute: StateRoute = initialRoute
   // Held (write) while partitions move: routes are not handed out meanwhile.
@@ -205,12 +207,14 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
    * `target` stay. Returns one [[ClusterStateController.Move]] per group (the fence's length in ms).
    */
   def move(partitions: Seq[Int], target: HostId, reason: String): Seq[ClusterStateController.Move] =
-    move(partitions, target, reason, preCopy = true)
+    move(partitions, target, reason, preCopy)
 
   /**
    * [[move]]; `preCopy`: each group is copied to `target` first, while the State's commits go on
-   * (the old owner keeps serving it), so the fence sends only what changed since (see docs/elasticity.md).
-   * Without it, or if the pre-copy fails, the fence copies the whole partitions.
+   * (the old owner keeps serving it), in rounds until what a round carries is small or stops
+   * shrinking; once small, a last round runs while the State's commits wait (nothing changes any more),
+   * so the fence sends almost nothing (see docs/elasticity.md). Without it, or if the pre-copy fails,
+   * the fence copies the whole partitions.
    */
   def move(partitions: Seq[Int], target: HostId, reason: String, preCopy: Boolean): Seq[ClusterStateController.Move] =
     moveLock.synchronized {
@@ -222,44 +226,80 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       val route = currentRoute
       partitions.distinct.filter(route.owners(_) != target).groupBy(route.owners(_)).toSeq.sortBy(_._1.executorId).map {
         case (from, group) =>
-          val copied = preCopy && copyAhead(from, group.sorted, target)
-          val m = synchronized(moveFrom(from, group.sorted, target, reason, copied))
+          val parts = group.sorted
+          val last = if (preCopy) copyAhead(from, parts, target) else None
+          val m = synchronized {
+            // commits wait from here: a last round then leaves the fence nothing the writers changed
+            val held = System.nanoTime()
+            val copied = last.isDefined && (last.get > ClusterStateController.PreCopyHoldBytes ||
+              lastRound(from, parts, target))
+            moveFrom(from, parts, target, reason, copied, held)
+          }
           // the entries the old owner kept after a pre-copied hand-over go, outside the fence
-          if (copied) endPreCopy(from, group.sorted, moved = true)
+          if (m.preCopied) endPreCopy(from, parts, moved = true)
           m
       }
     }
 
   // Outside the fence: the old owner encodes the entries while it serves them, the new owner loads them.
-  private def copyAhead(from: HostId, partitions: Seq[Int], target: HostId): Boolean = {
+  // The bytes of the last round, or None if the pre-copy failed (the fence copies the whole partitions).
+  private def copyAhead(from: HostId, partitions: Seq[Int], target: HostId): Option[Long] = {
+    import ClusterStateController.{PreCopyEnoughBytes, PreCopyRounds}
     val started = System.nanoTime()
+    // Rounds while the last one carried much (keys change while it is copied), each sending what changed
+    // during the one before, until a round is small or no smaller than the one before (the writers change
+    // keys as fast as a round copies them: more rounds would not shrink the fence's delta).
+    var round = 0
+    var bytes = Long.MaxValue
+    var shrinking = true
+    var total = 0L
     try {
-      // Rounds while the last one carried much (keys change while it is copied): the fence's delta is what
-      // changes during the last, short round.
-      var round = 0
-      var bytes = Long.MaxValue
-      var total = 0L
-      try {
-        while (round < ClusterStateController.PreCopyRounds && bytes > ClusterStateController.PreCopyEnoughBytes) {
-          val snapshots = HostLink.await[Array[Array[Byte]]](
-            node.link(from).ask(PreCopy(name, incarnation, partitions.toArray, again = round > 0)), from, name,
-            partitions)
-          round += 1 // tracking runs at the old owner from here on
-          HostLink.await[Any](node.link(target).ask(Preload(spec, incarnation, snapshots)), target, name, partitions)
-          bytes = snapshots.map(_.length.toLong).sum
-          total += bytes
-        }
-      } catch {
-        case NonFatal(e) =>
-          if (round > 0) { endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false) }
-          throw e
+      while (round < PreCopyRounds && bytes > PreCopyEnoughBytes && shrinking) {
+        val sent = copyRound(from, partitions, target, again = round > 0)
+        round += 1 // tracking runs at the old owner from here on
+        shrinking = sent < bytes
+        bytes = sent
+        total += sent
       }
       logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} pre-copied from $from to $target in " +
-        s"${(System.nanoTime() - started) / 1000000} ms ($round round(s), $total bytes)")
+        s"${(System.nanoTime() - started) / 1000000} ms ($round round(s), $total bytes, the last $bytes)")
+      Some(bytes)
+    } catch {
+      case NonFatal(e) =>
+        if (round > 0) { endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false) }
+        logWarning(s"State $name: no pre-copy of partition(s) ${partitions.mkString(", ")}; the fence copies them", e)
+        None
+    }
+  }
+
+  // One round: the old owner's entries (the first) or those changed since the previous round, loaded at the
+  // new owner. Returns the bytes sent.
+  private def copyRound(from: HostId, partitions: Seq[Int], target: HostId, again: Boolean): Long = {
+    val snapshots = HostLink.await[Array[Array[Byte]]](
+      node.link(from).ask(PreCopy(name, incarnation, partitions.toArray, again)), from, name, partitions)
+    HostLink.await[Any](node.link(target).ask(Preload(spec, incarnation, snapshots)), target, name, partitions)
+    snapshots.map(_.length.toLong).sum
+  }
+
+  /**
+   * The writers' short back-pressure (under this lock: commits wait): a last round sends what changed
+   * during the previous, small one, and nothing changes after it, so the fence's delta holds only what
+   * compaction touched and the staged updates. False if it failed: the pre-copy is undone and the fence
+   * copies the whole partitions.
+   */
+  private def lastRound(from: HostId, partitions: Seq[Int], target: HostId): Boolean = {
+    val started = System.nanoTime()
+    try {
+      val bytes = copyRound(from, partitions, target, again = true)
+      logInfo(s"State $name: last pre-copy round of partition(s) ${partitions.mkString(", ")} while commits wait: " +
+        s"${(System.nanoTime() - started) / 1000000} ms, $bytes bytes")
       true
     } catch {
       case NonFatal(e) =>
-        logWarning(s"State $name: no pre-copy of partition(s) ${partitions.mkString(", ")}; the fence copies them", e)
+        endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false)
+        logWarning(
+          s"State $name: the last pre-copy round of ${partitions.mkString(", ")} failed; the fence copies them",
+          e)
         false
     }
   }
@@ -271,8 +311,9 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       case NonFatal(e) => logWarning(s"State $name: $at did not end the pre-copy of ${partitions.mkString(", ")}", e)
     }
 
-  private def moveFrom(from: HostId, partitions: Seq[Int], target: HostId, reason: String,
-      precopied: Boolean): ClusterStateController.Move = {
+  // The fence; `held`: when commits began to wait for this move (the last pre-copy round, if any, then the fence).
+  private def moveFrom(from: HostId, partitions: Seq[Int], target: HostId, reason: String, precopied: Boolean,
+      held: Long): ClusterStateController.Move = {
     // A lost host's partitions were rebuilt elsewhere since the pre-copy: nothing moves.
     if (precopied && partitions.exists(currentRoute.owners(_) != from)) {
       endPreCopy(target, partitions, moved = false); endPreCopy(from, partitions, moved = false)
@@ -302,12 +343,13 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
       currentRoute = currentRoute.copy(
         owners = currentRoute.owners.zipWithIndex.map { case (h, p) => if (moved(p)) target else h },
         version = version)
-      val ms = (System.nanoTime() - started) / 1000000
-      val m = ClusterStateController.Move(partitions, from, target, ms, reason)
+      val ended = System.nanoTime()
+      val ms = (ended - started) / 1000000
+      val m = ClusterStateController.Move(partitions, from, target, ms, reason, precopied, (ended - held) / 1000000)
       movesSoFar = movesSoFar :+ m
       logInfo(s"State $name: partition(s) ${partitions.mkString(", ")} moved from $from to $target ($reason) with " +
         s"a $ms ms pause (hand-over ${(handedOver - started) / 1000000} ms, " +
-        s"${handOver.snapshots.map(_.length.toLong).sum} bytes)")
+        s"${handOver.snapshots.map(_.length.toLong).sum} bytes; commits held ${m.heldMillis} ms)")
       m
     } finally moving.writeLock().unlock()
   }
@@ -427,9 +469,14 @@ private[sharedstate] object ClusterStateController {
   /** How long a request waits for partitions being rebuilt on another host. */
   val RouteWaitSeconds = 300L
 
-  /** A live move's pre-copy rounds at most, and the size of a round after which no further round is worth it. */
-  val PreCopyRounds = 4
-  val PreCopyEnoughBytes: Long = 512L * 1024
+  /**
+   * A live move's pre-copy rounds at most, and the size of a round after which no further round is worth
+   * it. If the last round carried at most `PreCopyHoldBytes`, one more round runs while commits wait
+   * (about as long as that round took); else the fence sends what changed during it.
+   */
+  val PreCopyRounds = 8
+  val PreCopyEnoughBytes: Long = 64L * 1024
+  val PreCopyHoldBytes: Long = 1024L * 1024
 
   /**
    * A durable cluster State: its journal (the Delta changelog), where hosts rebuild partitions from,
@@ -440,7 +487,10 @@ private[sharedstate] object ClusterStateController {
   /**
    * Partitions that moved from `from` to `to`: `reason` `lost` (rebuilt from the tables after `from`
    * was lost; `millis` the rebuild), else a live move (`move`, `rebalance`, `executor added`,
-   * `decommission`; `millis` the hand-over's fence, while the State's commits wait).
+   * `decommission`; `millis` the hand-over's fence, while the State's commits wait and no route is
+   * handed out). `preCopied`: the fence sent a delta after a pre-copy; `heldMillis`: how long the
+   * State's commits waited for the move (the last pre-copy round, then the fence).
    */
-  final case class Move(partitions: Seq[Int], from: HostId, to: HostId, millis: Long, reason: String)
+  final case class Move(partitions: Seq[Int], from: HostId, to: HostId, millis: Long, reason: String,
+      preCopied: Boolean = false, heldMillis: Long = 0L)
 }

@@ -216,9 +216,12 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     if (current != null && current.incarnation == incarnation && current.partitions.nonEmpty) {
       current.state.preload(snapshots.toSeq)
     } else {
-      val state = new State(spec)
+      // a further round goes onto the earlier rounds' copy (an older incarnation's is dropped)
+      val state = preloaded.compute(spec.name,
+        (_, old) =>
+          if (old != null && old._1 == incarnation) old
+          else { if (old != null) old._2.close(); incarnation -> new State(spec) })._2
       state.preload(snapshots.toSeq)
-      Option(preloaded.put(spec.name, incarnation -> state)).foreach(_._2.close())
     }
   }
 

@@ -106,6 +106,19 @@ private[sharedstate] object SharedStateConf {
       case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
     })
 
+  /**
+   * A live move pre-copies its partitions to the new owner while the old one serves them, so the fence
+   * (while the State's commits wait) sends only what changed since (docs/elasticity.md); off, the fence
+   * copies the whole partitions, and its pause grows with them.
+   */
+  val ElasticityPreCopy: Entry[Boolean] = Entry("spark.sharedstate.elasticity.preCopy", "true",
+    "pre-copy partitions before a live move's fence")((key, text) =>
+    text.toLowerCase match {
+      case "true" => true
+      case "false" => false
+      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+    })
+
   /** Session setting naming the State a query (by its name) publishes its state store to. */
   val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
 
@@ -148,6 +161,7 @@ private[sharedstate] object SharedStateConf {
     AllowUnauthenticated,
     StateStorePublish,
     RebalanceOnExecutorAdded,
+    ElasticityPreCopy,
     RealtimeFetchTimeout,
     RealtimeFlushInterval,
     RealtimeDeliveryLanes

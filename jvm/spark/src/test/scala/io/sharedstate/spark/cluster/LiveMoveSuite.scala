@@ -34,7 +34,7 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
   private def key(i: Int): Array[Byte] = s"key-$i".getBytes(UTF_8)
   private def value(s: String): Array[Byte] = s.getBytes(UTF_8)
 
-  private def setUp(name: String): (ClusterStateController, ClusterNode, StateSpec) = {
+  private def setUp(name: String, preCopy: Boolean = true): (ClusterStateController, ClusterNode, StateSpec) = {
     val spec = StateSpec(name.replace("-", "_"), "k STRING", "v STRING", 6, "replace")
     val route = StateRoute(spec, 11L, Array.tabulate(6)(i => if (i % 2 == 0) hostA.id else hostB.id))
     var driver: ClusterStateController = null
@@ -42,7 +42,7 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
     route.hosts.foreach(h =>
       HostLink.await[Any](n.link(h).ask(Host(spec, route.incarnation, route.partitionsOf(h).toArray)), h, spec.name,
         Nil))
-    driver = new ClusterStateController(new State(spec), route, n)
+    driver = new ClusterStateController(new State(spec), route, n, preCopy = preCopy)
     (driver, n, spec)
   }
 
@@ -161,6 +161,33 @@ class LiveMoveSuite extends AnyFunSuite with TwoHosts {
       }
       assert(driver.metrics.keys == oracle.metrics.keys)
     }
+  }
+
+  test("spark.sharedstate.elasticity.preCopy switches the pre-copy of moves, rebalances and hand-overs") {
+    hostC
+    for (preCopy <- Seq(true, false)) {
+      val conf = new org.apache.spark.SparkConf(false)
+        .set(io.sharedstate.spark.config.SharedStateConf.ElasticityPreCopy.key, preCopy.toString)
+      val (driver, n, spec) =
+        setUp(s"switched-$preCopy", io.sharedstate.spark.config.SharedStateConf.ElasticityPreCopy.read(conf))
+      val oracle = new State(spec)
+      driver.registerWriter("w"); oracle.registerWriter("w")
+      val client = new RecoveringStateClient(spec.name, n)
+      val random = new Random(5)
+      for (epoch <- 0L until 4L) {
+        val progress = stageEpoch(client, oracle, epoch, random) - 300
+        oracle.commitEpoch("w", epoch, progress); driver.commitEpoch("w", epoch, progress)
+        driver.move(Seq(epoch.toInt), if (epoch % 2 == 0) hostC.id else hostA.id, "rebalance")
+      }
+      assert(driver.moves.size == 4 && driver.moves.forall(_.preCopied == preCopy), driver.moves)
+      // commits waited for the fence, and with a pre-copy for its last round too
+      assert(driver.moves.forall(m => m.heldMillis >= m.millis))
+      assertAnswers(client, oracle)
+      assert(driver.metrics.keys == oracle.metrics.keys)
+    }
+    val e = intercept[io.sharedstate.core.SharedStateException](
+      io.sharedstate.spark.config.SharedStateConf.ElasticityPreCopy.fromText("sometimes"))
+    assert(e.getMessage.contains("spark.sharedstate.elasticity.preCopy") && e.getMessage.contains("true or false"))
   }
 
   test("a stage split by the route before a move is answered 'moved' and sent again on the new route") {

@@ -38,7 +38,13 @@ object MovePauseBench {
   private def row(v: Long): Array[Byte] = { val w = new BinaryRowWriter(1); w.setLong(0, v); w.toBytes }
 
   final case class MoveRun(pauseMs: Long, callMs: Double, steadyP99Ms: Double, aroundP99Ms: Double, fetches: Int,
-      steadyMaxMs: Double, aroundMaxMs: Double)
+      steadyMaxMs: Double, aroundMaxMs: Double, heldMs: Long, steadyCommitMaxMs: Double, aroundCommitMaxMs: Double,
+      load: Double)
+
+  // The 1-minute load average when a move starts (the box is shared: what else ran shows here).
+  private def loadAverage: Double =
+    try Files.readString(Paths.get("/proc/loadavg")).trim.split("\\s+")(0).toDouble
+    catch { case _: Exception => Double.NaN }
 
   def main(args: Array[String]): Unit = {
     val out = Paths.get(args.headOption.getOrElse("benchmarks/results/elasticity/moves.json"))
@@ -64,7 +70,11 @@ object MovePauseBench {
           s""""call_ms": ${arr(rs.map(_.callMs))}, "steady_fetch_p99_ms": ${arr(rs.map(_.steadyP99Ms))}, """ +
           s""""around_move_fetch_p99_ms": ${arr(rs.map(_.aroundP99Ms))}, """ +
           s""""steady_fetch_max_ms": ${arr(rs.map(_.steadyMaxMs))}, "around_move_fetch_max_ms": """ +
-          s"""${arr(rs.map(_.aroundMaxMs))}, "fetches": [${rs.map(_.fetches).mkString(", ")}]}"""
+          s"""${arr(rs.map(_.aroundMaxMs))}, "fetches": [${rs.map(_.fetches).mkString(", ")}], """ +
+          s""""commits_held_ms": ${arr(rs.map(_.heldMs.toDouble))}, "steady_commit_max_ms": """ +
+          s"""${arr(rs.map(_.steadyCommitMaxMs))}, "around_move_commit_max_ms": ${arr(
+              rs.map(_.aroundCommitMaxMs))}, """ +
+          s""""load_average": ${arr(rs.map(_.load))}}"""
       }
     }.mkString(",\n")
     json ++= "\n  ],\n  \"spark_restart\": [\n"
@@ -118,14 +128,18 @@ object MovePauseBench {
     }
     val stop = new AtomicBoolean(false)
     val nextEpoch = new AtomicLong(epoch)
+    // each epoch's stage and commit: the writer's back-pressure shows in how long a commit waits
+    val commits = java.util.Collections.synchronizedList(new java.util.ArrayList[(Long, Long)]())
     val writer = new Thread(() => {
       val r = new scala.util.Random(3)
       while (!stop.get()) {
         val e = nextEpoch.getAndIncrement()
         val b = new UpdateBatch
         (0 until 1000).foreach(_ => b.add(all(r.nextInt(all.size)), 1000L * e + r.nextInt(1000), row(e)))
+        val t0 = System.nanoTime()
         client.stage("w", e, 0, b)
         driver.commitEpoch("w", e, 1000L * (e + 1))
+        commits.add((t0, System.nanoTime() - t0))
         Thread.sleep(100)
       }
     })
@@ -141,9 +155,10 @@ object MovePauseBench {
     })
     writer.start(); reader.start()
     try (0 until runs).map { run =>
-        latencies.clear()
+        latencies.clear(); commits.clear()
         Thread.sleep(Window + Window / 2)
         val target = if (run % 2 == 0) hostB.id else hostA.id
+        val load = loadAverage
         val started = System.nanoTime()
         val m = driver.move(Seq(0), target, "move", preCopy).head
         val ended = System.nanoTime()
@@ -153,10 +168,25 @@ object MovePauseBench {
         latencies.synchronized(latencies.forEach { case (t, l) =>
           if (t >= aroundFrom) around += l else if (t >= aroundFrom - Window * 1000000L) steady += l
         })
+        val (steadyCommits, aroundCommits) = (ArrayBuffer.empty[Long], ArrayBuffer.empty[Long])
+        commits.synchronized(commits.forEach { case (t, l) =>
+          if (t >= aroundFrom) aroundCommits += l else if (t >= aroundFrom - Window * 1000000L) steadyCommits += l
+        })
         def p99(xs: ArrayBuffer[Long]) = if (xs.isEmpty) Double.NaN else xs.sorted.apply((xs.size * 0.99).toInt) / 1e6
         def max(xs: ArrayBuffer[Long]) = if (xs.isEmpty) Double.NaN else xs.max / 1e6
-        val result = MoveRun(m.millis, (ended - started) / 1e6, p99(steady), p99(around), steady.size + around.size,
-          max(steady), max(around))
+        val result = MoveRun(
+          m.millis,
+          (ended - started) / 1e6,
+          p99(steady),
+          p99(around),
+          steady.size + around.size,
+          max(steady),
+          max(around),
+          m.heldMillis,
+          max(steadyCommits),
+          max(aroundCommits),
+          load
+        )
         println(s"keys=$keys preCopy=$preCopy run=$run $result (to ${target.executorId})")
         result
       }

@@ -333,7 +333,7 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
         val owner = currentRoute.owners(p)
         HostLink.await[Array[Byte]](node.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
       })
-      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress,
+      EncodedPartition(IndexedSeq(bytes), durable.get.journal.lastSeq, progressKeeper.updateProgress,
         durable.get.journal.lastVersion)
     }
     override def betweenCommits[T](body: => T): T = ClusterStateController.this.synchronized(body)

@@ -32,16 +32,21 @@ private[sharedstate] trait SnapshotSource {
 }
 
 /**
- * `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
+ * An encoded partition: `blocks`, end to end, are its SnapshotCodec bytes (stored as they are, never
+ * copied into one array). `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
  * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
  * `unstored`: hands the changed keys it took back to the partition (it was not stored).
  * `lockWaitNanos`/`captureNanos`/`encodeNanos` (0 when not measured): waiting for the commit lock,
  * capturing under it (writers wait meanwhile), encoding after it.
  */
-private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long,
-    changelogVersion: Long,
+private[sharedstate] final case class EncodedPartition(blocks: IndexedSeq[Array[Byte]], journalSeq: Long,
+    updateProgress: Long, changelogVersion: Long,
     delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => (), lockWaitNanos: Long = 0L,
-    captureNanos: Long = 0L, encodeNanos: Long = 0L)
+    captureNanos: Long = 0L, encodeNanos: Long = 0L) {
+
+  /** The encoding's length (its blocks end to end are the SnapshotCodec bytes). */
+  def size: Long = blocks.iterator.map(_.length.toLong).sum
+}
 
 private[sharedstate] object SnapshotSource {
 
@@ -55,11 +60,11 @@ private[sharedstate] object SnapshotSource {
       val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
       val captured = System.nanoTime()
-      val bytes =
-        try SnapshotCodec.encode(capture)
+      val blocks =
+        try SnapshotCodec.encodeBlocks(capture).toIndexedSeq
         catch { case e: Throwable => state.returnChanged(capture); throw e }
       EncodedPartition(
-        bytes,
+        blocks,
         seq,
         u,
         version,

@@ -26,7 +26,7 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * partitions run in parallel on a small pool sized to the cores ([[Snapshotter.pool]]), each one's
  * files written as soon as it is encoded, and the round adds them all in one Kernel commit.
  *
- * Delta snapshots: when the State tracks changed keys (`state.tracksChanges`, a local owner) and the
+ * Delta snapshots: when the State tracks changed keys (`state.tracksChanges`: a local owner, or cluster hosts) and the
  * table records chains, a partition's snapshot after a full one holds only the keys changed since
  * the partition's previous snapshot; a chain reaching `fullEvery` links (the full one included), or
  * whose deltas together outgrow its full snapshot, is followed by a full snapshot. `restored`: the
@@ -78,6 +78,11 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
         chains(t.p) = Some(t.chain.fold(SnapshotChain.started(t.e.journalSeq, size))(_.extended(t.e.journalSeq, size)))
         known(t.p) = SnapshotLink(t.e.journalSeq, t.e.updateProgress, t.chain.map(_.baseId), t.chain.map(_.tipId)) +:
           known(t.p)
+        // Stored whatever the source makes of it: a source that misses it takes its next snapshot in full.
+        try t.e.stored()
+        catch {
+          case scala.util.control.NonFatal(err) => logWarning(s"partition ${t.p}: snapshot stored, not noted", err)
+        }
       }
     }
     val commitNanos = System.nanoTime() - committing
@@ -108,7 +113,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       target: SnapshotTarget): Option[Taken] = {
     // A delta only on the chain the partition's tracking is relative to, and only if it is still the newest.
     val chain = chains(p).filter(c => deltasAllowed && newest.contains(c.tipId) && c.takesDelta(fullEvery))
-    val e = state.encode(p, delta = chain.nonEmpty)
+    val e = state.encode(p, delta = chain.nonEmpty, parent = chain.fold(-1L)(_.tipId))
     if (newest.contains(e.journalSeq)) { e.unstored(); None } // no journal event since: nothing to store
     else {
       // A source may answer a delta request with a full snapshot (a cluster host without the chain's keys).

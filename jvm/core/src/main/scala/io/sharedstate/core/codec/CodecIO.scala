@@ -1,28 +1,16 @@
 package io.sharedstate.core.codec
 
 import io.sharedstate.core.SharedStateException
-import java.io.{DataInputStream, DataOutputStream, EOFException, InputStream, OutputStream}
+import java.io.{DataInputStream, EOFException, InputStream}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.zip.{CRC32, CheckedInputStream}
 
 /**
- * The framing both codecs share: a 4-byte magic, a format version byte, the body, then the CRC-32 of
- * everything before it. Integers are big-endian (DataOutput); byte strings are length-prefixed.
+ * Reads records framed as a 4-byte magic, a format version byte, the body, then the CRC-32 of
+ * everything before it (SnapshotCodec writes them with [[BigEndianBlocks]]). Integers are big-endian
+ * (DataOutput); byte strings are length-prefixed.
  */
 private[codec] object CodecIO {
-  def write(out: OutputStream, magic: Array[Byte], version: Int)(body: DataOutputStream => Unit): Unit = {
-    val checked = new ChecksummedBuffer(out)
-    val data = new DataOutputStream(checked)
-    data.write(magic)
-    data.writeByte(version)
-    body(data)
-    data.flush()
-    val crc = checked.checksum
-    val tail = new DataOutputStream(out)
-    tail.writeInt(crc)
-    tail.flush()
-  }
-
   def read[T](in: InputStream, magic: Array[Byte], supported: Int, what: String)(body: (
           DataInputStream, Int) => T): T = {
     val checked = new CheckedInputStream(in, new CRC32)
@@ -60,24 +48,6 @@ private[codec] object CodecIO {
       case _: EOFException => throw new SharedStateException(s"Truncated $what: the data ends before the record does.")
     }
 
-  /**
-   * Buffers what DataOutputStream writes (it writes an int as four single bytes) and checksums it a
-   * block at a time: CheckedOutputStream over a ByteArrayOutputStream would update the CRC and take
-   * the stream's lock per byte, most of a snapshot's encoding time.
-   */
-  private final class ChecksummedBuffer(out: OutputStream) extends OutputStream {
-    private val crc = new CRC32
-    private val buf = new Array[Byte](1 << 16)
-    private var n = 0
-    override def write(b: Int): Unit = { if (n == buf.length) drain(); buf(n) = b.toByte; n += 1 }
-    override def write(b: Array[Byte], off: Int, len: Int): Unit =
-      if (len > buf.length - n) { drain(); crc.update(b, off, len); out.write(b, off, len) }
-      else { System.arraycopy(b, off, buf, n, len); n += len }
-    override def flush(): Unit = { drain(); out.flush() }
-    def checksum: Int = { drain(); crc.getValue.toInt }
-    private def drain(): Unit = if (n > 0) { crc.update(buf, 0, n); out.write(buf, 0, n); n = 0 }
-  }
-
   // An unsynchronized InputStream over an array that tells how far it was read.
   private final class ArrayInput(bytes: Array[Byte]) extends InputStream {
     private var pos = 0
@@ -91,8 +61,6 @@ private[codec] object CodecIO {
     override def available(): Int = bytes.length - pos
   }
 
-  def writeBytes(out: DataOutputStream, b: Array[Byte]): Unit = { out.writeInt(b.length); out.write(b) }
-
   def readBytes(in: DataInputStream, what: String): Array[Byte] = {
     val n = in.readInt()
     if (n < 0 || n > (1 << 30)) throw new SharedStateException(s"Corrupt $what: a field claims $n bytes.")
@@ -101,7 +69,6 @@ private[codec] object CodecIO {
     b
   }
 
-  def writeString(out: DataOutputStream, s: String): Unit = writeBytes(out, s.getBytes(UTF_8))
   def readString(in: DataInputStream, what: String): String = new String(readBytes(in, what), UTF_8)
 
   def count(in: DataInputStream, what: String): Int = {

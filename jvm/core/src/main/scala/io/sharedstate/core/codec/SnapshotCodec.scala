@@ -1,8 +1,8 @@
 package io.sharedstate.core.codec
 
 import io.sharedstate.core.{Key, StatePartition, ValueSet}
-import java.io.{ByteArrayOutputStream, InputStream, OutputStream}
-import java.nio.charset.StandardCharsets.US_ASCII
+import java.io.{InputStream, OutputStream}
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
 import scala.collection.mutable.ArrayBuffer
 
 /**
@@ -65,8 +65,8 @@ object PartitionCapture {
  * (int32), update progress U (int64), entry count (int32); per entry: key (int32 length + bytes),
  * pair count (int32), the timestamps (int64 each, ascending), the values (int32 length + bytes each);
  * then the staged count (int32) and per staged update, in arrival order: key, time (int64), value;
- * then the CRC-32 of all of it (int32). Big-endian. Streams, so a large partition is never built in
- * memory twice.
+ * then the CRC-32 of all of it (int32). Big-endian. Encoded into blocks that are never copied (see
+ * [[BigEndianBlocks]]); decoded from an array or a stream.
  *
  * Version 2: as version 1 with a kind byte after U (0 full, 1 delta: see [[PartitionSnapshot]]).
  * Full snapshots are still written as version 1, so older engines read them; deltas as version 2.
@@ -81,27 +81,7 @@ object SnapshotCodec {
       state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long, out: OutputStream): Unit =
     write(PartitionCapture.of(state, partition, partitionCount, updateProgress, delta = false), out)
 
-  def write(c: PartitionCapture, out: OutputStream): Unit =
-    CodecIO.write(out, Magic, if (c.delta) 2 else 1) { d =>
-      CodecIO.writeString(d, c.state)
-      d.writeInt(c.partition)
-      d.writeInt(c.partitionCount)
-      d.writeLong(c.updateProgress)
-      if (c.delta) d.writeByte(Delta)
-      d.writeInt(c.entries.length)
-      c.entries.foreach { case (k, set) =>
-        CodecIO.writeBytes(d, k.bytes)
-        d.writeInt(set.size)
-        var i = 0
-        while (i < set.size) { d.writeLong(set.timeAt(i)); i += 1 }
-        i = 0
-        while (i < set.size) {
-          d.writeInt(set.valueLength(i)); d.write(set.packedValues, set.valueOffset(i), set.valueLength(i)); i += 1
-        }
-      }
-      d.writeInt(c.staged.length)
-      c.staged.foreach { case (k, t, v) => CodecIO.writeBytes(d, k.bytes); d.writeLong(t); CodecIO.writeBytes(d, v) }
-    }
+  def write(c: PartitionCapture, out: OutputStream): Unit = out.write(encode(c))
 
   def read(in: InputStream): PartitionSnapshot = CodecIO.read(in, Magic, Version, "partition snapshot")(readBody)
 
@@ -142,18 +122,68 @@ object SnapshotCodec {
     PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged, delta)
   }
 
-  def encode(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long): Array[Byte] = {
-    val out = new ByteArrayOutputStream()
-    write(state, partition, partitionCount, updateProgress, out)
-    out.toByteArray
+  def encode(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long): Array[Byte] =
+    encode(PartitionCapture.of(state, partition, partitionCount, updateProgress, delta = false))
+
+  def encode(c: PartitionCapture): Array[Byte] = BigEndianBlocks.concat(encodeBlocks(c))
+
+  /**
+   * [[encode]] as consecutive blocks of at most `maxBlock` bytes (their concatenation is the
+   * encoding): nothing is copied into one array, the durable layer stores the blocks as they are.
+   */
+  def encodeBlocks(c: PartitionCapture, maxBlock: Int = DefaultMaxBlock): Array[Array[Byte]] = {
+    val w = new BigEndianBlocks(maxBlock)
+    w.put(Magic)
+    w.putByte(if (c.delta) 2 else 1)
+    w.putBytes(c.state.getBytes(UTF_8))
+    w.putInt(c.partition)
+    w.putInt(c.partitionCount)
+    w.putLong(c.updateProgress)
+    if (c.delta) w.putByte(Delta)
+    val es = c.entries
+    w.putInt(es.length)
+    var from = 0
+    while (from < es.length) {
+      val until = math.min(es.length, from + Ahead)
+      // First touch every entry of the block (key bytes, value set): these loads do not depend on
+      // each other, so their cache misses overlap instead of stalling the writes one entry at a time.
+      var touched = 0L
+      var i = from
+      while (i < until) {
+        val e = es(i)
+        touched += e._1.bytes.length + e._2.size
+        i += 1
+      }
+      w.readAhead += touched
+      i = from
+      while (i < until) {
+        val (k, set) = es(i)
+        w.putBytes(k.bytes)
+        val n = set.size
+        w.putInt(n)
+        var j = 0
+        while (j < n) { w.putLong(set.timeAt(j)); j += 1 }
+        j = 0
+        while (j < n) {
+          val len = set.valueLength(j)
+          w.putInt(len)
+          w.put(set.packedValues, set.valueOffset(j), len)
+          j += 1
+        }
+        i += 1
+      }
+      from = until
+    }
+    w.putInt(c.staged.length)
+    c.staged.foreach { case (k, t, v) => w.putBytes(k.bytes); w.putLong(t); w.putBytes(v) }
+    w.sealedWithCrc()
   }
 
-  def encode(c: PartitionCapture): Array[Byte] = {
-    // about 40 bytes an entry for small keys and values: fewer regrowths of the buffer
-    val out = new ByteArrayOutputStream(math.min(1 << 30, 64 + c.entries.length * 40))
-    write(c, out)
-    out.toByteArray
-  }
+  /** The largest block [[encodeBlocks]] writes by default (the snapshots table's chunk size). */
+  val DefaultMaxBlock: Int = 4 << 20
+
+  // Entries touched ahead of writing them (see encode): enough misses in flight, still in L1/L2 when written.
+  private val Ahead = 64
 
   def decode(bytes: Array[Byte]): PartitionSnapshot =
     CodecIO.readArray(bytes, Magic, Version, "partition snapshot")(readBody)

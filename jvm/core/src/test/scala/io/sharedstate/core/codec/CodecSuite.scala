@@ -96,4 +96,34 @@ class CodecSuite extends AnyFunSuite {
     assert(fromArray.entries.size == entries.size && fromArray.staged.size == staged.size)
     assert(fromArray.entries.map(_._1) == fromStream.entries.map(_._1))
   }
+
+  test("encoded in blocks of any size, the blocks end to end are the encoding; a delta too") {
+    val state = new State(StateSpec("blocks", "k STRING", "v STRING", 1, "replace"))
+    state.registerWriter("w")
+    state.trackChanges()
+    val rnd = new scala.util.Random(5)
+    val b = new UpdateBatch
+    (0 until 300).foreach(i => b.add(s"k$i".getBytes, 1L + rnd.nextInt(4), Array.fill(rnd.nextInt(40))('x'.toByte)))
+    b.add("later".getBytes, 500L, "staged".getBytes)
+    state.stage("w", 0, 0, b)
+    state.commitEpoch("w", 0, 100)
+    val full = state.capturePartitionWith(0, delta = false, startChain = true)(())._1
+    val change = new UpdateBatch
+    (0 until 300 by 7).foreach(i => change.add(s"k$i".getBytes, 150L, "changed".getBytes))
+    state.stage("w", 1, 0, change)
+    state.commitEpoch("w", 1, 200) // U past the changes (an update at or before U is late)
+    val delta = state.capturePartitionWith(0, delta = true, startChain = true)(())._1
+    assert(delta.delta && delta.entries.length == 43)
+    Seq(full, delta).foreach { c =>
+      val whole = SnapshotCodec.encode(c)
+      // 16..41: ints, longs and the CRC trailer straddle block ends at every offset
+      (16 to 41).foreach { max =>
+        val blocks = SnapshotCodec.encodeBlocks(c, max)
+        assert(blocks.forall(_.length <= max) && blocks.init.forall(_.length > 0))
+        assert(java.util.Arrays.equals(blocks.flatten, whole), s"blocks of at most $max bytes")
+      }
+      val decoded = SnapshotCodec.decode(whole)
+      assert(decoded.delta == c.delta && decoded.entries.map(_._1) == c.entries.map(_._1).toSeq)
+    }
+  }
 }

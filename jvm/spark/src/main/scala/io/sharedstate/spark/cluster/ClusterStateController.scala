@@ -368,15 +368,38 @@ private[sharedstate] final class ClusterStateController(progressKeeper: State, i
   /** Snapshot rounds of a durable State: each partition encoded by its owner between two commits. */
   private[cluster] def snapshotSource: SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = progressKeeper.partitionCount
-    // Hosts encode full snapshots only (their partitions do not track changed keys).
-    override def encode(p: Int, delta: Boolean): EncodedPartition = ClusterStateController.this.synchronized {
-      require(!delta, "a cluster State takes full snapshots only")
-      val bytes = retryingLost(() => {
-        val owner = currentRoute.owners(p)
-        HostLink.await[Array[Byte]](node.link(owner).ask(EncodePartition(name, incarnation, p)), owner, name, Seq(p))
-      })
-      EncodedPartition(bytes, durable.get.journal.lastSeq, progressKeeper.updateProgress,
-        durable.get.journal.lastVersion)
+    // Hosts take deltas on the snapshot they last stored (see HostSnapshots).
+    override def tracksChanges: Boolean = true
+    // The owner captures at a commit boundary (commits wait only for that), then encodes with commits flowing.
+    override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition = {
+      val asked = System.nanoTime()
+      val (owner, token, seq, u, version, began) = ClusterStateController.this.synchronized {
+        val began = System.nanoTime()
+        val (owner, token) = retryingLost(() => {
+          val owner = currentRoute.owners(p)
+          (owner,
+            HostLink.await[Long](node.link(owner).ask(CaptureForSnapshot(name, incarnation, p)), owner, name, Seq(p)))
+        })
+        (owner, token, durable.get.journal.lastSeq, progressKeeper.updateProgress, durable.get.journal.lastVersion,
+          began)
+      }
+      val captured = System.nanoTime()
+      val inc = incarnation
+      val e = HostLink.await[EncodedCapture](
+        node.link(owner).ask(EncodeCapture(name, inc, p, token, if (delta) parent else -1L)), owner, name, Seq(p))
+      EncodedPartition(
+        IndexedSeq(e.bytes),
+        seq,
+        u,
+        version,
+        e.delta,
+        e.entries,
+        lockWaitNanos = began - asked,
+        captureNanos = captured - began,
+        encodeNanos = System.nanoTime() - captured,
+        stored = () =>
+          HostLink.await[Any](node.link(owner).ask(CaptureStored(name, inc, p, token, seq)), owner, name, Seq(p))
+      )
     }
     override def betweenCommits[T](body: => T): T = ClusterStateController.this.synchronized(body)
     override def checkHealthy(): Unit = durable.foreach(_.journal.checkHealthy())

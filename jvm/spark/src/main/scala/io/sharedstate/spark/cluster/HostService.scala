@@ -49,6 +49,12 @@ private[sharedstate] final class HostService(val id: HostId, onDrop: String => U
     case Ping => true
     case EncodePartition(state, inc, partition) =>
       val h = hostedState(state, inc); h.check(partition); h.state.snapshotPartition(partition)
+    case CaptureForSnapshot(state, inc, partition) =>
+      val h = hostedState(state, inc); h.check(partition); h.snapshots.capture(partition)
+    case EncodeCapture(state, inc, partition, token, parent) =>
+      hostedState(state, inc).snapshots.encode(partition, token, parent)
+    case CaptureStored(state, inc, partition, token, id) =>
+      hostedState(state, inc).snapshots.stored(partition, token, id); true
     case Drop(state) => drop(state); true
     case KeepCounts(state, inc, applied, rejected, writerCounts, log) =>
       hostedState(state, inc).adopted.keep(applied, rejected, writerCounts, log); true
@@ -329,6 +335,7 @@ private[sharedstate] object HostService {
   private final class Hosted(val incarnation: Long, val state: State, @volatile var partitions: BitSet, host: HostId,
       source: Option[PartitionSource]) {
     val adopted = new Adopted
+    val snapshots = new HostSnapshots(state)
 
     /** A durable State's host collects what each step rejects (see [[StepRejections]]). */
     val rejections: Option[StepRejections] = source.map { _ =>

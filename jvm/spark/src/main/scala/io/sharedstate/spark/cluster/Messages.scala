@@ -141,4 +141,14 @@ private[sharedstate] object Messages {
   /** One partition encoded for a snapshot (SnapshotCodec), at a commit boundary (the coordinator holds commits). */
   final case class EncodePartition(state: String, incarnation: Long, partition: Int)
 
+  /** Captures a partition for a snapshot round at a commit boundary (the coordinator holds commits); answers a token. */
+  final case class CaptureForSnapshot(state: String, incarnation: Long, partition: Int)
+
+  /** Encodes capture `token`: a delta on snapshot `parent` (-1: none) if the host holds it, else in full. */
+  final case class EncodeCapture(state: String, incarnation: Long, partition: Int, token: Long, parent: Long)
+  final case class EncodedCapture(bytes: Array[Byte], delta: Boolean, entries: Int)
+
+  /** Capture `token` was stored as snapshot `id`: the partition's next delta is taken on it. */
+  final case class CaptureStored(state: String, incarnation: Long, partition: Int, token: Long, id: Long)
+
 }

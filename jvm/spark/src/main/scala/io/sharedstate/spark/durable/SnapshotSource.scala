@@ -19,10 +19,11 @@ private[sharedstate] trait SnapshotSource {
 
   /**
    * Partition `p` encoded (SnapshotCodec), the order number of the last journal event it holds, and U
-   * then. `delta` (only when [[tracksChanges]]): only the keys changed since the previous encode of `p`.
-   * If the result is not stored, call its `unstored` so the next delta still holds its keys.
+   * then. `delta` (only when [[tracksChanges]]): only the keys changed since the previous encode of `p`,
+   * whose stored snapshot is `parent` (a source may answer with a full snapshot: see `EncodedPartition.delta`).
+   * If the result is not stored, call its `unstored` so the next delta still holds its keys; once stored, its `stored`.
    */
-  def encode(p: Int, delta: Boolean): EncodedPartition
+  def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition
 
   /** Runs `body` while no commit (nor progress event) of the State runs. */
   def betweenCommits[T](body: => T): T
@@ -32,16 +33,22 @@ private[sharedstate] trait SnapshotSource {
 }
 
 /**
- * `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
+ * An encoded partition: `blocks`, end to end, are its SnapshotCodec bytes (stored as they are, never
+ * copied into one array). `changelogVersion`: a changelog version that holds every journal event up to `journalSeq` and none
  * after. `delta`: it holds only the keys changed since the previous encode (`entries` of them).
- * `unstored`: hands the changed keys it took back to the partition (it was not stored).
+ * `unstored`: hands the changed keys it took back to the partition (it was not stored); `stored`:
+ * tells the source it was stored (a cluster host takes its next delta on it).
  * `lockWaitNanos`/`captureNanos`/`encodeNanos` (0 when not measured): waiting for the commit lock,
  * capturing under it (writers wait meanwhile), encoding after it.
  */
-private[sharedstate] final case class EncodedPartition(bytes: Array[Byte], journalSeq: Long, updateProgress: Long,
-    changelogVersion: Long,
+private[sharedstate] final case class EncodedPartition(blocks: IndexedSeq[Array[Byte]], journalSeq: Long,
+    updateProgress: Long, changelogVersion: Long,
     delta: Boolean = false, entries: Int = -1, unstored: () => Unit = () => (), lockWaitNanos: Long = 0L,
-    captureNanos: Long = 0L, encodeNanos: Long = 0L)
+    captureNanos: Long = 0L, encodeNanos: Long = 0L, stored: () => Unit = () => ()) {
+
+  /** The encoding's length (its blocks end to end are the SnapshotCodec bytes). */
+  def size: Long = blocks.iterator.map(_.length.toLong).sum
+}
 
 private[sharedstate] object SnapshotSource {
 
@@ -50,16 +57,16 @@ private[sharedstate] object SnapshotSource {
     override def partitionCount: Int = state.partitionCount
     override def tracksChanges: Boolean = state.partition(0).tracksChanges
     // Captured under the commit lock (references to the immutable entries), encoded after it.
-    override def encode(p: Int, delta: Boolean): EncodedPartition = {
+    override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition = {
       val asked = System.nanoTime()
       val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
       val captured = System.nanoTime()
-      val bytes =
-        try SnapshotCodec.encode(capture)
+      val blocks =
+        try SnapshotCodec.encodeBlocks(capture).toIndexedSeq
         catch { case e: Throwable => state.returnChanged(capture); throw e }
       EncodedPartition(
-        bytes,
+        blocks,
         seq,
         u,
         version,

@@ -23,6 +23,9 @@ private[sharedstate] final case class StoredSnapshot(partition: Int, id: Long, u
 /** A snapshot's Parquet files, written but not yet committed to the snapshots table (see [[SnapshotTable.commit]]). */
 private[sharedstate] final case class SnapshotFiles(partition: Int, written: Seq[io.delta.kernel.utils.DataFileStatus])
 
+/** The table's columns and a transaction's state, read once per round: what writing a snapshot's files needs. */
+private[sharedstate] final case class SnapshotTarget(schema: StructType, txnState: io.delta.kernel.data.Row)
+
 /** A complete stored snapshot without its bytes: what chains and retention are worked out from. */
 private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Long, baseId: Option[Long],
     parentId: Option[Long]) {
@@ -45,9 +48,12 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   import SnapshotTable._
   // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
   // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
+  // zstd level 1 (Parquet's default is 3): a round's write is on the snapshot's critical path, and the
+  // snapshot format's fixed-width fields compress nearly as well at level 1 (see benchmarks/results/durability).
   private val engine = DefaultEngine.create {
     val c = KernelTables.compressed(conf)
     c.setIfUnset("parquet.enable.dictionary", "false")
+    c.setIfUnset(ZstdLevelKey, DefaultZstdLevel)
     c
   }
   private val table = Table.forPath(engine, path)
@@ -61,23 +67,32 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   /** Writes a snapshot; `link`: (base id, parent id) of a delta, None for a full snapshot. */
   def write(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
       link: Option[(Long, Long)] = None): Long =
-    commit(writeFiles(partition, id, updateProgress, changelogVersion, bytes, link))
+    commit(Seq(writeFiles(target(), partition, id, updateProgress, changelogVersion, IndexedSeq(bytes), link)))
+
+  /** What writing files needs of the table, read once for a whole round: its columns and a transaction's state. */
+  def target(): SnapshotTarget = {
+    val txn = newTransaction()
+    SnapshotTarget(txn.getSchema(engine), txn.getTransactionState(engine))
+  }
 
   /**
-   * Writes a snapshot's Parquet files, not yet part of the table: [[commit]] adds them. Safe to call
-   * from several threads at once (a round writes its partitions in parallel).
+   * Writes a snapshot's Parquet files, not yet part of the table: [[commit]] adds them. `blocks`, end
+   * to end, are the snapshot's bytes: one chunk row each (cut where one is longer than the chunk size).
+   * Safe to call from several threads at once (a round writes its partitions in parallel).
    */
-  def writeFiles(partition: Int, id: Long, updateProgress: Long, changelogVersion: Long, bytes: Array[Byte],
-      link: Option[(Long, Long)] = None): SnapshotFiles = {
-    val present = table.getLatestSnapshot(engine).getSchema
+  def writeFiles(target: SnapshotTarget, partition: Int, id: Long, updateProgress: Long, changelogVersion: Long,
+      blocks: IndexedSeq[Array[Byte]], link: Option[(Long, Long)]): SnapshotFiles = {
+    val present = target.schema
     require(
       link.isEmpty || (present.indexOf(BaseId) >= 0 && present.indexOf(ParentId) >= 0),
       s"the snapshots table at $path has no $BaseId/$ParentId columns: it holds full snapshots only"
     )
-    val chunks = math.max(1, (bytes.length + chunkBytes - 1) / chunkBytes)
-    val data = (0 until chunks).map(c =>
-      if (chunks == 1) bytes
-      else java.util.Arrays.copyOfRange(bytes, c * chunkBytes, math.min(bytes.length, (c + 1) * chunkBytes)))
+    val data = blocks.flatMap { b =>
+      if (b.length <= chunkBytes) Iterator.single(b)
+      else Iterator.range(0, b.length, chunkBytes).map(at =>
+        java.util.Arrays.copyOfRange(b, at, math.min(b.length, at + chunkBytes)))
+    }
+    val chunks = data.length
     val now = java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)
     def longs(v: Option[Long]): Array[java.lang.Long] = Array.fill(chunks)(v.map(java.lang.Long.valueOf).orNull)
     val all = IndexedSeq[Array[_ <: AnyRef]](
@@ -95,20 +110,19 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
     val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
     val columns = kept.map(_._2).toIndexedSeq
     val schema = new StructType(kept.map(_._1).asJava)
-    val txnState = newTransaction().getTransactionState(engine)
     SnapshotFiles(partition,
-      KernelTables.writeParquet(engine, txnState, partitionValues(partition), schema, columns, chunks))
+      KernelTables.writeParquet(engine, target.txnState, partitionValues(partition), schema, columns, chunks))
   }
 
   /**
-   * Adds a snapshot's files in one Delta transaction; commits one at a time (each in a transaction
-   * built at the table's latest version), so parallel writers never race Kernel commits.
+   * Adds snapshots' files (of one partition or several: a round's) in one Delta transaction built at
+   * the table's latest version; commits go one at a time, so callers on several threads never race.
    */
-  def commit(files: SnapshotFiles): Long = commitLock.synchronized {
+  def commit(files: Seq[SnapshotFiles]): Long = commitLock.synchronized {
     val txn = newTransaction()
     val txnState = txn.getTransactionState(engine)
     KernelTables.commit(engine, txn,
-      KernelTables.appendActions(engine, txnState, partitionValues(files.partition), files.written))
+      files.flatMap(f => KernelTables.appendActions(engine, txnState, partitionValues(f.partition), f.written)))
   }
 
   private val commitLock = new Object
@@ -121,6 +135,29 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
 
   /** The restore points of `partition`, newest first, without their bytes. */
   def links(partition: Int): Seq[SnapshotLink] = restorable(linksOf(chunksOf(partition, withData = false)))
+
+  /** The restore points of every partition (newest first; partitions without one absent), in one scan. */
+  def allLinks(): Map[Int, Seq[SnapshotLink]] = {
+    val snapshot = table.getLatestSnapshot(engine)
+    val present = snapshot.getSchema
+    val columns = new StructType(
+      physical.fields().asScala.filter(f => present.indexOf(f.getName) >= 0 && f.getName != Data).asJava)
+    val readSchema = columns.add(new StructField(Partition, IntegerType.INTEGER, false))
+    def has(name: String) = columns.indexOf(name) >= 0
+    KernelTables.scan(engine, snapshot, None, columns, readSchema = Some(readSchema)) { row =>
+      val r = new KernelTables.Named(row)
+      r.int(Partition) -> ChunkRow(
+        r.long(SnapshotId),
+        r.int(Chunk),
+        r.int(Chunks),
+        r.long(UpdateProgress),
+        null,
+        if (has(ChangelogVersion)) r.longOrNull(ChangelogVersion) else null,
+        if (has(BaseId)) r.longOrNull(BaseId) else null,
+        if (has(ParentId)) r.longOrNull(ParentId) else null
+      )
+    }.groupBy(_._1).map { case (p, rows) => p -> restorable(linksOf(rows.map(_._2))) }.filter(_._2.nonEmpty)
+  }
 
   /** Whether `partition` has snapshot rows (complete or not) older than `id`. */
   def hasOlderThan(partition: Int, id: Long): Boolean = chunksOf(partition, withData = false).exists(_.id < id)
@@ -228,6 +265,8 @@ private[sharedstate] object SnapshotTable {
   val BaseId = "base_id"
   val ParentId = "parent_id"
   val DefaultChunkBytes: Int = 4 << 20
+  val ZstdLevelKey = "parquet.compression.codec.zstd.level"
+  val DefaultZstdLevel = "1"
 
   val physical: StructType = new StructType(Seq(
       new StructField(SnapshotId, LongType.LONG, false),

@@ -23,10 +23,10 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * Takes snapshots of a durable State while updates keep flowing, and applies the retention policy.
  * Each partition is captured at a commit boundary (holding the commit lock only to take references
  * to its immutable value sets), then encoded and its Parquet files written outside the lock; the
- * partitions run in parallel on a small pool sized to the cores ([[Snapshotter.pool]]), each written
- * as soon as it is encoded, and their Kernel commits go one at a time (see [[SnapshotTable.commit]]).
+ * partitions run in parallel on a small pool sized to the cores ([[Snapshotter.pool]]), each one's
+ * files written as soon as it is encoded, and the round adds them all in one Kernel commit.
  *
- * Delta snapshots: when the State tracks changed keys (`state.tracksChanges`, a local owner) and the
+ * Delta snapshots: when the State tracks changed keys (`state.tracksChanges`: a local owner, or cluster hosts) and the
  * table records chains, a partition's snapshot after a full one holds only the keys changed since
  * the partition's previous snapshot; a chain reaching `fullEvery` links (the full one included), or
  * whose deltas together outgrow its full snapshot, is followed by a full snapshot. `restored`: the
@@ -58,15 +58,35 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     state.checkHealthy()
     val started = System.nanoTime()
     val deltasAllowed = fullEvery > 1 && state.tracksChanges && snapshots.recordsChains
+    val known = stored()
+    val target = snapshots.target()
     val pending = (0 until state.partitionCount).map { p =>
       Snapshotter.pool.submit(new java.util.concurrent.Callable[Option[Taken]] {
-        override def call(): Option[Taken] = snapshotPartition(p, deltasAllowed)
+        override def call(): Option[Taken] = snapshotPartition(p, deltasAllowed, known(p).headOption.map(_.id), target)
       })
     }
     // Every partition's outcome before the first failure is raised: the others' snapshots are stored.
     val outcomes = pending.map(f => scala.util.Try(f.get()))
+    val taken = outcomes.collect { case scala.util.Success(Some(t)) => t }
+    // One Kernel commit for the round's snapshots (a commit replays the table's log: one, not one per partition).
+    val committing = System.nanoTime()
+    if (taken.nonEmpty) {
+      try snapshots.commit(taken.map(_.files))
+      catch { case err: Throwable => taken.foreach(_.e.unstored()); throw err }
+      taken.foreach { t =>
+        val size = t.e.size
+        chains(t.p) = Some(t.chain.fold(SnapshotChain.started(t.e.journalSeq, size))(_.extended(t.e.journalSeq, size)))
+        known(t.p) = SnapshotLink(t.e.journalSeq, t.e.updateProgress, t.chain.map(_.baseId), t.chain.map(_.tipId)) +:
+          known(t.p)
+        // Stored whatever the source makes of it: a source that misses it takes its next snapshot in full.
+        try t.e.stored()
+        catch {
+          case scala.util.control.NonFatal(err) => logWarning(s"partition ${t.p}: snapshot stored, not noted", err)
+        }
+      }
+    }
+    val commitNanos = System.nanoTime() - committing
     outcomes.collectFirst { case scala.util.Failure(e) => throw unwrapped(e) }
-    val taken = outcomes.flatMap(_.get)
     val retaining = System.nanoTime()
     val (removed, trimmed) = retain()
     def ms(nanos: Seq[Long]) = nanos.sum / 1000000L
@@ -77,34 +97,47 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       trimmed,
       taken.count(_.e.delta),
       taken.map(t => math.max(0, t.e.entries).toLong).sum,
-      taken.map(_.e.bytes.length.toLong).sum,
+      taken.map(_.e.size).sum,
       (retaining - started) / 1000000L,
       (System.nanoTime() - retaining) / 1000000L,
       lockWaitMs = ms(taken.map(_.e.lockWaitNanos)),
       captureMs = ms(taken.map(_.e.captureNanos)),
       encodeMs = ms(taken.map(_.e.encodeNanos)),
-      writeMs = ms(taken.map(_.writeNanos))
+      writeMs = ms(taken.map(_.writeNanos) :+ commitNanos)
     )
   }
 
-  // One partition's snapshot: captured and encoded, then written; None when nothing changed since the newest.
-  private def snapshotPartition(p: Int, deltasAllowed: Boolean): Option[Taken] = {
-    val newest = snapshots.ids(p).headOption
+  // One partition's snapshot: captured, encoded and its files written (the round commits them); None
+  // when nothing changed since `newest`, the partition's newest stored snapshot.
+  private def snapshotPartition(p: Int, deltasAllowed: Boolean, newest: Option[Long],
+      target: SnapshotTarget): Option[Taken] = {
     // A delta only on the chain the partition's tracking is relative to, and only if it is still the newest.
     val chain = chains(p).filter(c => deltasAllowed && newest.contains(c.tipId) && c.takesDelta(fullEvery))
-    val e = state.encode(p, delta = chain.nonEmpty)
+    val e = state.encode(p, delta = chain.nonEmpty, parent = chain.fold(-1L)(_.tipId))
     if (newest.contains(e.journalSeq)) { e.unstored(); None } // no journal event since: nothing to store
     else {
+      // A source may answer a delta request with a full snapshot (a cluster host without the chain's keys).
+      val link = chain.filter(_ => e.delta)
       val writing = System.nanoTime()
-      try {
-        beforeWrite(p)
-        snapshots.commit(snapshots.writeFiles(p, e.journalSeq, e.updateProgress, e.changelogVersion, e.bytes,
-            chain.map(c => (c.baseId, c.tipId))))
-      } catch { case err: Throwable => e.unstored(); throw err }
-      val size = e.bytes.length.toLong
-      chains(p) = Some(chain.fold(SnapshotChain.started(e.journalSeq, size))(_.extended(e.journalSeq, size)))
-      Some(Taken(e, System.nanoTime() - writing))
+      val files =
+        try {
+          beforeWrite(p)
+          snapshots.writeFiles(target, p, e.journalSeq, e.updateProgress, e.changelogVersion, e.blocks,
+            link.map(c => (c.baseId, c.tipId)))
+        } catch { case err: Throwable => e.unstored(); throw err }
+      Some(Taken(p, e, link, files, System.nanoTime() - writing))
     }
+  }
+
+  // The restore points of every partition, newest first: read from the table on the first round (one
+  // scan), then kept here as rounds add snapshots and retention removes them (this owner is the only writer).
+  private var storedLinks: Array[Seq[SnapshotLink]] = _
+  private def stored(): Array[Seq[SnapshotLink]] = {
+    if (storedLinks == null) {
+      val all = snapshots.allLinks()
+      storedLinks = Array.tabulate(state.partitionCount)(p => all.getOrElse(p, Nil))
+    }
+    storedLinks
   }
 
   private def unwrapped(e: Throwable): Throwable = e match {
@@ -115,8 +148,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
   // The oldest kept snapshot of every partition (the full one of its oldest kept restore point's
   // chain) bounds what the changelog must still hold.
   private def retain(): (Boolean, Boolean) = {
+    val known = stored()
     val keepFrom = (0 until state.partitionCount).flatMap { p =>
-      val links = snapshots.links(p)
+      val links = known(p)
       if (links.size >= retained) Some(p -> links(retained - 1).base) else None
     }.toMap
     if (keepFrom.size < state.partitionCount || keepFrom == trimmedAt) (false, false)
@@ -126,6 +160,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
         val snapshotCondition =
           keepFrom.map { case (p, id) => s"(partition = $p AND snapshot_id < $id)" }.mkString(" OR ")
         DeltaTable.forPath(spark, snapshots.path).delete(snapshotCondition)
+        keepFrom.foreach { case (p, id) => known(p) = known(p).filter(_.id >= id) }
       }
       val commits = log.readPartition(JournalPartition).filter(_.event == Events.Commit)
       val perPartition = keepFrom.toSeq.flatMap { case (p, id) =>
@@ -171,5 +206,7 @@ private[sharedstate] object Snapshotter {
   }
 }
 
-// A partition's stored snapshot in a round and how long writing it took.
-private final case class Taken(e: EncodedPartition, writeNanos: Long)
+// A partition's snapshot in a round: its files (not yet committed), the chain it extends (None: a
+// full snapshot) and how long writing its files took.
+private final case class Taken(p: Int, e: EncodedPartition, chain: Option[SnapshotChain], files: SnapshotFiles,
+    writeNanos: Long)

@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE))
 import sides  # noqa: E402
 from workloads import (  # noqa: E402
     FULL,
+    LARGE,
     QUICK,
     Staged,
     barrier_expected,
@@ -358,6 +359,7 @@ def report(points: list[dict], args, sizes: dict, runs: int, argv: list[str] | N
             "pace_s": args.pace,
             "trigger": sides.TRIGGER,
             "master": "local[4]",
+            "nproc": os.cpu_count(),
             "load_min": min(p["load"] for p in points),
             "load_max": max(p["load"] for p in points),
         },
@@ -377,9 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="tiny workloads, one run: a smoke test")
+    parser.add_argument(
+        "--large", action="store_true", help="fraud and barrier at issue 25's size (about 10K transactions per rule)"
+    )
     parser.add_argument("--pace", type=float, default=1.0, help="seconds between files in the latency points")
     parser.add_argument("--apps", default=",".join(APPS))
     parser.add_argument("--sides", default=",".join(SIDES))
+    parser.add_argument("--modes", default=",".join(MODES), help="capacity, latency or both")
     parser.add_argument("--scratch", type=Path, default=None)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--jfr", type=Path, default=None, help="record the JVM with JFR into this file (jfr_split.py)")
@@ -387,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         "--report-from", type=Path, default=None, help="a log of this runner: its point lines, reported without running"
     )
     args = parser.parse_args(argv)
-    sizes = QUICK if args.quick else FULL
+    sizes = QUICK if args.quick else LARGE if args.large else FULL
     runs = 1 if args.quick else args.runs
     args.out.mkdir(parents=True, exist_ok=True)
     if args.report_from is not None:
@@ -414,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             for app in args.apps.split(","):
                 staged = stagers[app](cache, sizes, seed=11 + run)
                 for side in args.sides.split(","):
-                    for mode in MODES:
+                    for mode in args.modes.split(","):
                         n += 1
                         p = run_point(spark, staged, side, mode, args.pace, scratch, f"{os.getpid()}_{n}", args.timeout)
                         d = {"run": run, **p.__dict__}

@@ -45,6 +45,19 @@ FULL = Sizes(
     cf_users=150,
     cf_requests=1_000,
 )
+# issue 25's fraud size (about 10K transactions between two rules): each micro-batch (60 s of
+# arrival) holds about 5,800 transactions, amortising Spark's per-batch work over 4x more events
+LARGE = Sizes(
+    fraud_transactions=70_000,
+    fraud_rules=6,
+    learning_examples=6_000,
+    learning_events=1_500,
+    barrier_values=70_000,
+    barriers=40,
+    cf_ratings=3_000,
+    cf_users=150,
+    cf_requests=1_000,
+)
 QUICK = Sizes(
     fraud_transactions=600,
     fraud_rules=3,
@@ -52,9 +65,9 @@ QUICK = Sizes(
     learning_events=120,
     barrier_values=600,
     barriers=6,
-    cf_ratings=200,
-    cf_users=12,
-    cf_requests=60,
+    cf_ratings=150,
+    cf_users=10,
+    cf_requests=40,
 )
 
 REQUEST_SCHEMA = "req_id BIGINT, user STRING, ts TIMESTAMP"

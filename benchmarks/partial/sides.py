@@ -24,11 +24,13 @@ TRIGGER = "100 milliseconds"
 
 
 class Recorder:
-    """Collects the output batches of a foreachBatch sink with the time each was done."""
+    """Collects the output batches of a foreachBatch sink with the time each was done; `rows()`
+    counts the distinct ids output (collaborative filtering outputs a row per request and item)."""
 
     def __init__(self, columns: list[str]):
         self.columns = columns
         self.frames: list[pd.DataFrame] = []
+        self._ids: set = set()
         self._lock = threading.Lock()
 
     def __call__(self, df: DataFrame, _batch_id: int) -> None:
@@ -38,10 +40,11 @@ class Recorder:
         if len(frame):
             with self._lock:
                 self.frames.append(frame.assign(done_at=time.time()))
+                self._ids.update(frame[self.columns[0]].tolist())
 
     def rows(self) -> int:
         with self._lock:
-            return sum(len(f) for f in self.frames)
+            return len(self._ids)
 
     def result(self) -> pd.DataFrame:
         with self._lock:
@@ -59,35 +62,59 @@ def _recorded(df: DataFrame, recorder: Recorder, checkpoint: Path) -> StreamingQ
 
 
 FRAUD_COLUMNS = ["tx_id", "rule_id", "total", "n", "flagged"]
+BARRIER_COLUMNS = ["rule_id", "total", "n"]
 LEARNING_COLUMNS = ["ev_id", "w"]
+CF_COLUMNS = ["req_id", "counts"]
 
 
 # ---- sharedstate ----
 
 
-def sharedstate_fraud(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
-) -> list[StreamingQuery]:
-    """demos/fraud.py's three queries: transactions into a partial `sum` State (one instance per
-    writer task), rules as barriers (a global, read-committed fetch) into `rules`, transactions
-    checked against the last rule."""
-    totals_name, rules_name = f"bench_totals_{uid}", f"bench_rules_{uid}"
+def _value_barrier(
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str
+) -> tuple[StreamingQuery, DataFrame]:
+    """The value barrier: transactions (the values) into a partial `sum` State, one instance per
+    writer task; returns that query and the rules (the barriers) each joined, by a global
+    read-committed fetch, with the total and count of every value at or before it."""
+    from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA
+
+    totals_name = f"bench_totals_{uid}"
     totals = ss.State.create(
         spark, totals_name, key="k STRING", value="total BIGINT, n BIGINT", rule="sum", partial="sum", partitions=2
     )
-    rules = ss.State.create(
-        spark, rules_name, key="k STRING", value="factor DOUBLE, rule_id BIGINT, total BIGINT, n BIGINT", partitions=1
-    )
-    from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA
-
     one = F.lit(1).cast("bigint")
     adds = file_stream(spark, TX_SCHEMA, live["tx"]).repartition(partitions, "tx_id")
     adds = adds.select(F.lit("all").alias("k"), "ts", F.col("amount").alias("total"), one.alias("n"))
     q1 = state_sink(adds, totals_name, "k", lateness, work / "ck-totals", TRIGGER)
     barrier = totals.fetch_join(file_stream(spark, RULE_SCHEMA, live["rules"]).withColumn("k", F.lit("all")), "k", "ts")
+    return q1, barrier
+
+
+def sharedstate_barrier(
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+) -> list[StreamingQuery]:
+    """DGS's value barrier: each barrier with the aggregate of every value before it (the window
+    since the barrier before is the difference of the two)."""
+    q1, barrier = _value_barrier(spark, live, work, uid, partitions, lateness)
+    return [q1, _recorded(barrier.select(*BARRIER_COLUMNS), rec, work / "ck-barriers")]
+
+
+def sharedstate_fraud(
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+) -> list[StreamingQuery]:
+    """demos/fraud.py's three queries: the value barrier (transactions into a partial `sum` State,
+    rules as barriers) with the barriers into `rules`, then transactions checked against the last
+    rule; the first and the last query each with `partitions` tasks."""
+    from sharedstate.testing.fraud import TX_SCHEMA
+
+    rules_name = f"bench_rules_{uid}"
+    rules = ss.State.create(
+        spark, rules_name, key="k STRING", value="factor DOUBLE, rule_id BIGINT, total BIGINT, n BIGINT", partitions=1
+    )
+    q1, barrier = _value_barrier(spark, live, work, uid, partitions, lateness)
     found = barrier.select("k", "ts", "factor", "rule_id", "total", "n")
     q2 = state_sink(found, rules_name, "k", lateness, work / "ck-rules", TRIGGER)
-    txs = file_stream(spark, TX_SCHEMA, live["tx"]).withColumn("k", F.lit("all"))
+    txs = file_stream(spark, TX_SCHEMA, live["tx"]).repartition(partitions, "tx_id").withColumn("k", F.lit("all"))
     checked = rules.fetch_join(txs, key="k", time="ts").select(
         "tx_id",
         "rule_id",
@@ -113,8 +140,46 @@ def sharedstate_learning(
         .select("model", "ts", F.expr(f"transform(x, v -> v * y * {LR}D)").alias("w"))
     )
     q1 = state_sink(steps, name, "model", lateness, work / "ck-train", TRIGGER)
-    scored = ss.fetch_join(file_stream(spark, EVENT_SCHEMA, live["ev"]), name, key="model", time="ts")
+    events = file_stream(spark, EVENT_SCHEMA, live["ev"]).repartition(partitions, "ev_id")
+    scored = ss.fetch_join(events, name, key="model", time="ts")
     return [q1, _recorded(scored.select("ev_id", "w"), rec, work / "ck-score")]
+
+
+def sharedstate_cf(
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+) -> list[StreamingQuery]:
+    """demos/cf.py as three streaming queries: ratings into `user_items` (partitioned, `append`);
+    each rating with its user's items (a read-committed fetch join) into the partial co-occurrence
+    State (one instance per writer task); each request with its user's items as of its time, then
+    each item's co-occurrence row in global scope, one output row per request and item (summed
+    per request by the checker). The last two queries with `partitions` tasks."""
+    from workloads import REQUEST_SCHEMA
+
+    from sharedstate.testing.cf import ITEMS, RATING_SCHEMA
+
+    users_name, cooc_name = f"bench_user_items_{uid}", f"bench_co_occ_{uid}"
+    user_items = ss.State.create(spark, users_name, key="user STRING", value="items ARRAY<BIGINT>", rule="append")
+    co_occ = ss.State.create(
+        spark, cooc_name, key="row BIGINT", value="counts ARRAY<BIGINT>", rule="sum", partial="sum", partitions=2
+    )
+    ratings = file_stream(spark, RATING_SCHEMA, live["ratings"])
+    q1 = state_sink(
+        ratings.select("user", "ts", F.array("item").alias("items")), users_name, "user", lateness, work / "ck-users"
+    )
+    rated = user_items.fetch_join(
+        file_stream(spark, RATING_SCHEMA, live["ratings"]).repartition(partitions, "user"), key="user", time="ts"
+    ).select("ts", F.col("item").alias("i"), F.explode("items").alias("j"))
+    both = "array(named_struct('r', i, 'c', j), if(i != j, named_struct('r', j, 'c', i), null))"
+    pairs = rated.select("ts", F.explode(F.expr(f"filter({both}, p -> p is not null)")).alias("p"))
+    unit = F.expr(f"transform(sequence(0, {ITEMS - 1}), k -> if(k = p.c, 1L, 0L))").alias("counts")
+    increments = pairs.select(F.col("p.r").alias("row"), "ts", unit).repartition(partitions, "row")
+    q2 = state_sink(increments, cooc_name, "row", lateness, work / "ck-cooc", TRIGGER)
+    requests = file_stream(spark, REQUEST_SCHEMA, live["requests"]).repartition(partitions, "req_id")
+    items = user_items.fetch_join(requests, key="user", time="ts").select(
+        "req_id", "ts", F.explode_outer("items").alias("row")
+    )
+    recs = co_occ.fetch_join(items, key="row", time="ts").select("req_id", "counts")
+    return [q1, q2, _recorded(recs, rec, work / "ck-recs")]
 
 
 # ---- what a Spark user writes today ----
@@ -139,12 +204,19 @@ class _Bound:
 
 
 def peer_fraud(
-    spark: SparkSession, live: dict[str, Path], work: Path, real_tx: int, lateness_us: int, rec: Recorder
+    spark: SparkSession,
+    live: dict[str, Path],
+    work: Path,
+    real_tx: int,
+    lateness_us: int,
+    rec: Recorder,
+    barriers_only: bool = False,
 ) -> list[StreamingQuery]:
     """One foreachBatch query over both streams: appends transactions and rules to Parquet history
     tables; once the watermark-like bound passes a rule, recomputes its aggregate (every transaction
     at or before it: a range join over the whole transaction history) and keeps it; transactions
-    below the bound are joined with the last final rule before them and checked."""
+    below the bound are joined with the last final rule before them and checked. `barriers_only`
+    (the value barrier): the rules' aggregates are the output."""
     from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA
 
     tx = file_stream(spark, TX_SCHEMA, live["tx"]).select(
@@ -193,6 +265,10 @@ def peer_fraud(
             .agg(F.sum("t.amount").alias("total"), F.count("t.amount").alias("n"))
             .select("rule_id", "rts", "factor", "total", F.expr("if(n = 0, null, n)").alias("n"))
         )
+        if barriers_only:
+            rec.add(aggs.select(*BARRIER_COLUMNS).toPandas())
+            bound.done = hi
+            return
         aggs.write.mode("append").parquet(str(finals))
         due = all_tx.where((F.unix_micros("ts") >= lo) & (F.unix_micros("ts") < hi) & (F.col("tx_id") < real_tx))
         rules = spark.read.parquet(str(finals))
@@ -284,6 +360,91 @@ def peer_learning(
 
     q = (
         ex.unionByName(ev)
+        .writeStream.foreachBatch(batch)
+        .option("checkpointLocation", str(work / "ck-peer"))
+        .trigger(processingTime=TRIGGER)
+        .start()
+    )
+    return [q]
+
+
+def peer_cf(
+    spark: SparkSession, live: dict[str, Path], work: Path, lateness_us: int, rec: Recorder
+) -> list[StreamingQuery]:
+    """One foreachBatch query over ratings and requests: appends both to Parquet history tables;
+    requests below the bound (every rating before them has arrived) not yet answered get, from the
+    whole rating history recomputed each micro-batch, their user's items as of their time and the
+    co-occurrence counts of those items' rows as of their time (SDG's matrix as a global aggregate:
+    each rating paired with its user's earlier items, then a range join with the requests)."""
+    from workloads import REQUEST_SCHEMA
+
+    from sharedstate.testing.cf import ITEMS, RATING_SCHEMA
+
+    ra = file_stream(spark, RATING_SCHEMA, live["ratings"]).select(
+        F.lit("rating").alias("kind"), F.lit(None).cast("bigint").alias("req_id"), "user", "item", "ts"
+    )
+    rq = file_stream(spark, REQUEST_SCHEMA, live["requests"]).select(
+        F.lit("request").alias("kind"), "req_id", "user", F.lit(None).cast("bigint").alias("item"), "ts"
+    )
+    hist, requests, answered = work / "hist-ratings", work / "hist-requests", work / "answered-ids"
+    spark.createDataFrame([], RATING_SCHEMA).write.parquet(str(hist))
+    spark.createDataFrame([], REQUEST_SCHEMA).write.parquet(str(requests))
+    spark.createDataFrame([], "req_id BIGINT").write.parquet(str(answered))
+    bound = _Bound(["rating"], lateness_us)
+
+    def batch(df: DataFrame, _batch_id: int) -> None:
+        df.persist()
+        try:
+            df.where("kind = 'rating'").select("user", "item", "ts").write.mode("append").parquet(str(hist))
+            df.where("kind = 'request'").select("req_id", "user", "ts").write.mode("append").parquet(str(requests))
+            b = bound.see(df.where("kind = 'rating'"))
+        finally:
+            df.unpersist()
+        if b is None:
+            return
+        due = (
+            spark.read.parquet(str(requests))
+            .where(F.unix_micros("ts") < b)
+            .join(spark.read.parquet(str(answered)), "req_id", "left_anti")
+            .persist()
+        )
+        try:
+            r, s = spark.read.parquet(str(hist)).alias("r"), spark.read.parquet(str(hist)).alias("s")
+            # each rating with its user's items at its time (a set): row i += e_j and row j += e_i
+            mine = (
+                r.join(s, (F.col("r.user") == F.col("s.user")) & (F.col("s.ts") <= F.col("r.ts")))
+                .select(F.col("r.ts").alias("ts"), F.col("r.item").alias("i"), F.col("s.item").alias("j"))
+                .distinct()
+            )
+            cells = mine.select("ts", F.col("i").alias("row"), F.col("j").alias("col")).unionByName(
+                mine.where("i != j").select("ts", F.col("j").alias("row"), F.col("i").alias("col"))
+            )
+            h = spark.read.parquet(str(hist)).alias("h")
+            items = (
+                due.alias("q")
+                .join(h, (F.col("h.user") == F.col("q.user")) & (F.col("h.ts") <= F.col("q.ts")))
+                .select("q.req_id", F.col("q.ts").alias("qts"), F.col("h.item").alias("row"))
+                .distinct()
+            )
+            counts = (
+                items.join(cells, (cells["row"] == items["row"]) & (cells["ts"] <= items["qts"]))
+                .groupBy("req_id", "col")
+                .count()
+                .toPandas()
+            )
+            ids = due.select("req_id").toPandas()["req_id"].tolist()
+            due.select("req_id").write.mode("append").parquet(str(answered))
+        finally:
+            due.unpersist()
+        vec: dict = {int(i): None for i in ids}
+        for req, c, n in zip(counts["req_id"], counts["col"], counts["count"]):
+            if vec[int(req)] is None:
+                vec[int(req)] = [0] * ITEMS
+            vec[int(req)][int(c)] += int(n)
+        rec.add(pd.DataFrame({"req_id": list(vec), "counts": list(vec.values())}))
+
+    q = (
+        ra.unionByName(rq)
         .writeStream.foreachBatch(batch)
         .option("checkpointLocation", str(work / "ck-peer"))
         .trigger(processingTime=TRIGGER)

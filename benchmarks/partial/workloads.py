@@ -1,5 +1,6 @@
 """The benchmark's inputs: the partial-State applications' generated workloads (sharedstate.testing)
-at a benchmark size, staged once as parquet files per stream, and their oracles.
+at a benchmark size, staged once as parquet files per stream, and their oracles: fraud detection,
+the value barrier (DGS: barriers over a value stream), online learning and collaborative filtering.
 
 Each workload is cut into files by 60 s of arrival (out of order within a file); a point makes the
 files visible one by one (the feeder), and a side is checked against the oracle of its workload."""
@@ -9,10 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sharedstate.demos.fraud import comparable
 from sharedstate.testing.adcamp import write_batches
+from sharedstate.testing.arrivals import EPOCH, SECOND, arrival_batches
+from sharedstate.testing.cf import RATING_SCHEMA, Ratings, make_ratings, recommendations_oracle
 from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA, Fraud, fraud_oracle, make_fraud
 from sharedstate.testing.learning import EVENT_SCHEMA, EXAMPLE_SCHEMA, Learning, ModelOracle, make_learning
 
@@ -23,10 +27,50 @@ class Sizes:
     fraud_rules: int
     learning_examples: int
     learning_events: int
+    barrier_values: int
+    barriers: int
+    cf_ratings: int
+    cf_users: int
+    cf_requests: int
 
 
-FULL = Sizes(fraud_transactions=16_000, fraud_rules=3, learning_examples=6_000, learning_events=1_500)
-QUICK = Sizes(fraud_transactions=600, fraud_rules=3, learning_examples=300, learning_events=120)
+FULL = Sizes(
+    fraud_transactions=16_000,
+    fraud_rules=3,
+    learning_examples=6_000,
+    learning_events=1_500,
+    barrier_values=16_000,
+    barriers=40,
+    cf_ratings=3_000,
+    cf_users=150,
+    cf_requests=1_000,
+)
+# issue 25's fraud size (about 10K transactions between two rules): each micro-batch (60 s of
+# arrival) holds about 5,800 transactions, amortising Spark's per-batch work over 4x more events
+LARGE = Sizes(
+    fraud_transactions=70_000,
+    fraud_rules=6,
+    learning_examples=6_000,
+    learning_events=1_500,
+    barrier_values=70_000,
+    barriers=40,
+    cf_ratings=3_000,
+    cf_users=150,
+    cf_requests=1_000,
+)
+QUICK = Sizes(
+    fraud_transactions=600,
+    fraud_rules=3,
+    learning_examples=300,
+    learning_events=120,
+    barrier_values=600,
+    barriers=6,
+    cf_ratings=150,
+    cf_users=10,
+    cf_requests=40,
+)
+
+REQUEST_SCHEMA = "req_id BIGINT, user STRING, ts TIMESTAMP"
 
 
 @dataclass
@@ -40,6 +84,8 @@ class Staged:
     measured: str
     measured_ids: list[list[int]]  # per file of the measured stream: the ids checked
     id_column: str
+    # events an output id stands for (the value barrier: the values in its window); 1 when absent
+    weights: dict[int, int] | None = None
 
     @property
     def events(self) -> int:
@@ -72,6 +118,63 @@ def stage_learning(cache: Path, sizes: Sizes, seed: int) -> Staged:
     }
     ids = [[int(i) for i in b["ev_id"]] for b in work.event_batches]
     return Staged("learning", work, streams, "ev", ids, "ev_id")
+
+
+def stage_barrier(cache: Path, sizes: Sizes, seed: int) -> Staged:
+    """DGS's value barrier: the fraud workload's transactions are the values, its rules the barriers
+    (many of them); each barrier's output is checked, and stands for the values since the barrier before."""
+    work = make_fraud(seed, transactions=sizes.barrier_values, rules=sizes.barriers)
+    d = cache / f"barrier-{sizes.barrier_values}-{sizes.barriers}-{seed}"
+    streams = {
+        "tx": (TX_SCHEMA, _write(d / "tx", work.tx_batches)),
+        "rules": (RULE_SCHEMA, _write(d / "rules", work.rule_batches)),
+    }
+    # the closing barrier (past every value, there to move U) is not checked: a watermark never passes it
+    ids = [[int(i) for i in b["rule_id"] if i < sizes.barriers] for b in work.rule_batches]
+    rules = work.rules.sort_values("ts")
+    upto = np.searchsorted(np.sort(_naive(work.transactions["ts"])), _naive(rules["ts"]), side="right")
+    weights = {int(r): int(n) for r, n in zip(rules["rule_id"], np.diff(upto, prepend=0)) if r < sizes.barriers}
+    return Staged("barrier", work, streams, "rules", ids, "rule_id", weights)
+
+
+def _request_batches(work: Ratings, rng: np.random.Generator) -> list[pd.DataFrame]:
+    """The recommendation requests as a stream: each arrives up to 5 s after its time."""
+    req = work.requests.assign(ts_us=(work.requests["ts"] - EPOCH) // pd.Timedelta(microseconds=1))
+    req["arrival"] = req["ts_us"] + rng.integers(0, 5 * SECOND, size=len(req))
+    return arrival_batches(req, ["req_id", "user"], rng, ts_at=2)
+
+
+def stage_cf(cache: Path, sizes: Sizes, seed: int) -> Staged:
+    work = make_ratings(seed, users=sizes.cf_users, ratings=sizes.cf_ratings, requests=sizes.cf_requests)
+    batches = _request_batches(work, np.random.default_rng(seed))
+    d = cache / f"cf-{sizes.cf_ratings}-{sizes.cf_requests}-{seed}"
+    streams = {
+        "ratings": (RATING_SCHEMA, _write(d / "ratings", work.batches)),
+        "requests": (REQUEST_SCHEMA, _write(d / "requests", batches)),
+    }
+    ids = [[int(i) for i in b["req_id"]] for b in batches]
+    return Staged("cf", work, streams, "requests", ids, "req_id")
+
+
+def barrier_expected(work: Fraud) -> dict[int, tuple[int | None, int | None]]:
+    """Per barrier: the total and count of every value at or before it (None before the first value)."""
+    tx = work.transactions.sort_values("ts")
+    cum = np.cumsum(tx["amount"].to_numpy())
+    upto = np.searchsorted(_naive(tx["ts"]), _naive(work.rules["ts"]), side="right")
+    closing = work.rules["rule_id"].max()
+    return {
+        int(r): (int(cum[i - 1]), int(i)) if i else (None, None)
+        for r, i in zip(work.rules["rule_id"], upto)
+        if r != closing
+    }
+
+
+def _naive(ts: pd.Series) -> np.ndarray:
+    return ts.dt.tz_convert(None).to_numpy()
+
+
+def cf_expected(work: Ratings) -> dict[int, list[int] | None]:
+    return recommendations_oracle(work)
 
 
 def fraud_expected(work: Fraud) -> pd.DataFrame:

@@ -113,8 +113,9 @@ STATESTORE_ARGS ?=
 bench-statestore: jar
 	$(PY) benchmarks/statestore/compare_providers.py --out $(STATESTORE_OUT) --runs 3 $(STATESTORE_ARGS)
 
-# Partial States (benchmarks/partial: fraud detection and online learning at 1 and 2 writer partitions
-# beside a Spark foreachBatch peer): three runs, medians into benchmarks/results/partial.
+# Partial States (benchmarks/partial: fraud detection, the value barrier, online learning and
+# collaborative filtering at 1 and 2 writer partitions beside Spark foreachBatch peers): three runs,
+# medians into benchmarks/results/partial. PARTIAL_ARGS adds options (e.g. --large: the issue's fraud size).
 PARTIAL_OUT ?= benchmarks/results/partial
 PARTIAL_ARGS ?=
 bench-partial: jar

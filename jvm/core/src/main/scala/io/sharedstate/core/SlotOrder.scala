@@ -19,6 +19,10 @@ private[core] object SlotOrder {
   /** The rank an entry was made with. */
   def rankOf(entry: Long): Int = (entry >>> 32).toInt
 
+  /** The hash an entry was made with, in a table of `capacity` slots. */
+  def hashOf(entry: Long, capacity: Int): Int =
+    Integer.rotateLeft(rankOf(entry), Integer.numberOfTrailingZeros(capacity))
+
   /** The index an entry was made with. */
   def indexOf(entry: Long): Int = entry.toInt
 

@@ -122,12 +122,14 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     else {
       // Ordered by the key table's own slots, so the chains' look-ups walk the table in order (its lines
       // are fetched ahead instead of missed one by one); a run of one rank is one whole hash.
-      val order = ready.orderBySlot(entries.capacity)
+      val capacity = entries.capacity
+      val order = ready.orderBySlot(capacity)
       val segments = StatePartition.segments(order, ready)
       val applied = new AtomicLong()
       val failures = new java.util.concurrent.ConcurrentLinkedQueue[RejectedUpdate]()
       val fresh = new java.util.concurrent.ConcurrentLinkedQueue[StatePartition.Fresh]()
-      def run(a: Int, b: Int): Unit = applied.addAndGet(applySegment(ready, order, a, b, horizon, failures, fresh))
+      def run(a: Int, b: Int): Unit =
+        applied.addAndGet(applySegment(ready, order, capacity, a, b, horizon, failures, fresh))
       if (segments.length <= 2) run(segments(0), segments(1))
       else {
         val tasks = new java.util.ArrayList[Callable[Unit]]()
@@ -172,15 +174,15 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   // Runs the chains of order[a, b): runs of one rank (one whole hash), split by key equality. Byte and pair counts
   // are summed locally and published once per segment; new keys go to `fresh`.
-  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+  private def applySegment(ready: StagedUpdates, order: Array[Long], capacity: Int, a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate], fresh: java.util.Queue[StatePartition.Fresh]): Long = {
     val acc = new StatePartition.Accounting
     val news = new java.util.ArrayList[StatePartition.Fresh]()
-    try applySegment(ready, order, a, b, horizon, failures, acc, news)
+    try applySegment(ready, order, capacity, a, b, horizon, failures, acc, news)
     finally { publish(acc); fresh.addAll(news) }
   }
 
-  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+  private def applySegment(ready: StagedUpdates, order: Array[Long], capacity: Int, a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting,
       fresh: java.util.List[StatePartition.Fresh]): Long = {
     var applied = 0L
@@ -189,11 +191,12 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val single = new Array[Int](1) // reused: most chains are one update
     while (i < b) {
       val rank = SlotOrder.rankOf(order(i))
+      val hash = SlotOrder.hashOf(order(i), capacity)
       var j = i + 1
       while (j < b && SlotOrder.rankOf(order(j)) == rank) j += 1
       if (j - i == 1) {
         single(0) = SlotOrder.indexOf(order(i))
-        applied += applyChain(ready, single, horizon, failures, acc, fresh)
+        applied += applyChain(ready, single, hash, horizon, failures, acc, fresh)
       } else {
         // Keys sharing a hash: pick out each key's updates (already in arrival order).
         val idx = new Array[Int](j - i)
@@ -210,7 +213,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
               if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
               q += 1
             }
-            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc,
+            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), hash, horizon, failures,
+              acc,
               fresh)
           }
           p += 1
@@ -222,13 +226,15 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
-  // A key new to the partition is handed to `fresh` instead (see insertFresh).
-  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long,
+  // A key new to the partition is handed to `fresh` instead (see insertFresh). `hash` is the key's, from
+  // the round's order: the look-up asks for the table's line without first waiting for the staged key.
+  private def applyChain(ready: StagedUpdates, chain: Array[Int], hash: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate],
       acc: StatePartition.Accounting, fresh: java.util.List[StatePartition.Fresh]): Long = {
     val key = ready.keys(chain(0))
     while (true) {
-      val before = get(key)
+      val packed = entries.get(key, hash)
+      val before = if (packed == null) null else new ValueSet(packed)
       val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, 0)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
       var applied = 0L

@@ -24,7 +24,7 @@ class SlotOrderSuite extends AnyFunSuite {
     }
   }
 
-  test("sorted entries walk the key table's slots in order, equal keys adjacent in arrival order") {
+  test("sorted entries walk the key table's slots in order, equal keys adjacent in arrival order, hashes recoverable") {
     val rnd = new scala.util.Random(11)
     val keys = Array.tabulate(500)(i => new Key(s"key-$i".getBytes))
     val arrivals = Array.fill(3000)(keys(rnd.nextInt(keys.length)))
@@ -32,6 +32,7 @@ class SlotOrderSuite extends AnyFunSuite {
       val order = arrivals.indices.map(i => SlotOrder.entry(arrivals(i).hashCode, capacity, i)).toArray
       SlotOrder.sort(order)
       val idx = order.map(SlotOrder.indexOf)
+      assert(order.forall(e => SlotOrder.hashOf(e, capacity) == arrivals(SlotOrder.indexOf(e)).hashCode))
       val slots = idx.map(i => KeyTable.slotOf(arrivals(i).hashCode, capacity))
       assert(slots.toSeq == slots.toSeq.sorted, s"capacity $capacity")
       // Every key's arrivals form one run (no two keys share a hash here), in arrival order.

@@ -34,10 +34,16 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
   def capacity: Int = table.capacity
 
   /** The packed set of `key`, or null. */
-  def get(key: Key): Array[Byte] = {
+  def get(key: Key): Array[Byte] = get(key, key.hashCode)
+
+  /**
+   * [[get]] with the key's hash already known (an apply round carries it in its [[SlotOrder]]), so the
+   * table's line is asked for without waiting for the key object: its miss and the key's overlap.
+   */
+  def get(key: Key, hash: Int): Array[Byte] = {
     var t = table
     while (true) {
-      val s = t.find(key)
+      val s = t.find(key, hash)
       if (s ne Moved) return s
       t = t.next
     }
@@ -178,10 +184,12 @@ private[core] object KeyTable {
     @volatile var next: Table = null
 
     /** The slot holding `key`, or -1. */
-    def slot(key: Key): Int = {
-      val h = mark(key.hashCode)
+    def slot(key: Key): Int = slot(key, key.hashCode)
+
+    def slot(key: Key, hash: Int): Int = {
+      val h = mark(hash)
       val mask = capacity - 1
-      var i = key.hashCode & mask
+      var i = hash & mask
       while (true) {
         val hh = hashes.get(i)
         if (hh == 0) return -1
@@ -195,8 +203,8 @@ private[core] object KeyTable {
     }
 
     /** The set of `key` here: null if none (yet), [[Moved]] if it is in `next`. */
-    def find(key: Key): Array[Byte] = {
-      val i = slot(key)
+    def find(key: Key, hash: Int): Array[Byte] = {
+      val i = slot(key, hash)
       if (i < 0) null else keys.get(2 * i + 1).asInstanceOf[Array[Byte]]
     }
 

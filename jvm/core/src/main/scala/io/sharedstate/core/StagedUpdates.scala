@@ -62,22 +62,15 @@ private[core] final class StagedUpdates(initial: Int = 16) {
   }
 
   /**
-   * (bin << 32 | index), sorted, where bin is where ConcurrentHashMap files the key in a table of
-   * `tableHint` slots (a power of two at least the map's own): equal keys end up adjacent, each in
-   * arrival order, and the chains then walk the map's table in order instead of at random, which
-   * keeps the lookups of a large apply in cache.
+   * The updates as [[SlotOrder]] entries for a key table of `capacity` slots, sorted: equal keys end
+   * up adjacent, each in arrival order, and the chains then walk the table in slot order instead of
+   * at random, which keeps the look-ups of a large apply in cache.
    */
-  def orderByKeyHash(tableHint: Int): Array[Long] = {
-    val mask = tableHint - 1
+  def orderBySlot(capacity: Int): Array[Long] = {
     val order = new Array[Long](n)
     var i = 0
-    while (i < n) {
-      val h = keys(i).hashCode
-      val bin = (h ^ (h >>> 16)) & 0x7fffffff & mask // ConcurrentHashMap.spread, then the table index
-      order(i) = (bin.toLong << 32) | i.toLong
-      i += 1
-    }
-    if (n > (1 << 16)) Arrays.parallelSort(order) else Arrays.sort(order)
+    while (i < n) { order(i) = SlotOrder.entry(keys(i).hashCode, capacity, i); i += 1 }
+    SlotOrder.sort(order)
     order
   }
 

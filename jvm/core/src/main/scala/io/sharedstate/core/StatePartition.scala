@@ -121,15 +121,15 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     if (ready == null) 0
     else {
       // Ordered by the key table's own slots, so the chains' look-ups walk the table in order (its lines
-      // are fetched ahead instead of missed one by one); with at least twice as many bins as updates,
-      // so runs of one bin stay short when the table is still small.
-      val spread = math.min(1 << 30, java.lang.Integer.highestOneBit(math.max(16, ready.size)) * 4)
-      val order = ready.orderByKeyHash(math.max(entries.capacity, spread))
+      // are fetched ahead instead of missed one by one); a run of one rank is one whole hash.
+      val capacity = entries.capacity
+      val order = ready.orderBySlot(capacity)
       val segments = StatePartition.segments(order, ready)
       val applied = new AtomicLong()
       val failures = new java.util.concurrent.ConcurrentLinkedQueue[RejectedUpdate]()
       val fresh = new java.util.concurrent.ConcurrentLinkedQueue[StatePartition.Fresh]()
-      def run(a: Int, b: Int): Unit = applied.addAndGet(applySegment(ready, order, a, b, horizon, failures, fresh))
+      def run(a: Int, b: Int): Unit =
+        applied.addAndGet(applySegment(ready, order, capacity, a, b, horizon, failures, fresh))
       if (segments.length <= 2) run(segments(0), segments(1))
       else {
         val tasks = new java.util.ArrayList[Callable[Unit]]()
@@ -150,29 +150,39 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   // The keys new to the partition, built by their chains: the table grows once for all of them, then
   // they are inserted (still before U is published, so no reader can ask for them yet).
+  // They go in in the grown table's slot order, so the inserts too walk the table from start to end.
   private def insertFresh(fresh: java.util.Queue[StatePartition.Fresh]): Unit = if (!fresh.isEmpty) {
     entries.reserve(fresh.size)
+    val news = fresh.toArray(new Array[StatePartition.Fresh](0))
+    val order = new Array[Long](news.length)
+    val capacity = entries.capacity
+    var i = 0
+    while (i < news.length) { order(i) = SlotOrder.entry(news(i).key.hashCode, capacity, i); i += 1 }
+    SlotOrder.sort(order)
     val acc = new StatePartition.Accounting
     val c = changed
-    fresh.forEach { f =>
+    i = 0
+    while (i < order.length) {
+      val f = news(SlotOrder.indexOf(order(i)))
       if (!entries.insert(f.key, f.set.packed)) throw new IllegalStateException("a new key was inserted twice")
       if (c != null) c.add(f.key)
       acc.add(f.key, null, f.set, f.pairsDropped)
+      i += 1
     }
     publish(acc)
   }
 
-  // Runs the chains of order[a, b): runs of one table bin, split by key equality. Byte and pair counts
+  // Runs the chains of order[a, b): runs of one rank (one whole hash), split by key equality. Byte and pair counts
   // are summed locally and published once per segment; new keys go to `fresh`.
-  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+  private def applySegment(ready: StagedUpdates, order: Array[Long], capacity: Int, a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate], fresh: java.util.Queue[StatePartition.Fresh]): Long = {
     val acc = new StatePartition.Accounting
     val news = new java.util.ArrayList[StatePartition.Fresh]()
-    try applySegment(ready, order, a, b, horizon, failures, acc, news)
+    try applySegment(ready, order, capacity, a, b, horizon, failures, acc, news)
     finally { publish(acc); fresh.addAll(news) }
   }
 
-  private def applySegment(ready: StagedUpdates, order: Array[Long], a: Int, b: Int, horizon: Long,
+  private def applySegment(ready: StagedUpdates, order: Array[Long], capacity: Int, a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting,
       fresh: java.util.List[StatePartition.Fresh]): Long = {
     var applied = 0L
@@ -180,17 +190,18 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val chain = new ArrayBuffer[Int]()
     val single = new Array[Int](1) // reused: most chains are one update
     while (i < b) {
-      val hash = (order(i) >> 32).toInt
+      val rank = SlotOrder.rankOf(order(i))
+      val hash = SlotOrder.hashOf(order(i), capacity)
       var j = i + 1
-      while (j < b && (order(j) >> 32).toInt == hash) j += 1
+      while (j < b && SlotOrder.rankOf(order(j)) == rank) j += 1
       if (j - i == 1) {
-        single(0) = order(i).toInt
-        applied += applyChain(ready, single, horizon, failures, acc, fresh)
+        single(0) = SlotOrder.indexOf(order(i))
+        applied += applyChain(ready, single, hash, horizon, failures, acc, fresh)
       } else {
-        // Keys sharing a bin: pick out each key's updates (already in arrival order).
+        // Keys sharing a hash: pick out each key's updates (already in arrival order).
         val idx = new Array[Int](j - i)
         var k = 0
-        while (k < idx.length) { idx(k) = order(i + k).toInt; k += 1 }
+        while (k < idx.length) { idx(k) = SlotOrder.indexOf(order(i + k)); k += 1 }
         val done = new Array[Boolean](idx.length)
         var p = 0
         while (p < idx.length) {
@@ -202,7 +213,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
               if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
               q += 1
             }
-            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), horizon, failures, acc,
+            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), hash, horizon, failures,
+              acc,
               fresh)
           }
           p += 1
@@ -214,13 +226,15 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   }
 
   // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
-  // A key new to the partition is handed to `fresh` instead (see insertFresh).
-  private def applyChain(ready: StagedUpdates, chain: Array[Int], horizon: Long,
+  // A key new to the partition is handed to `fresh` instead (see insertFresh). `hash` is the key's, from
+  // the round's order: the look-up asks for the table's line without first waiting for the staged key.
+  private def applyChain(ready: StagedUpdates, chain: Array[Int], hash: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate],
       acc: StatePartition.Accounting, fresh: java.util.List[StatePartition.Fresh]): Long = {
     val key = ready.keys(chain(0))
     while (true) {
-      val before = get(key)
+      val packed = entries.get(key, hash)
+      val before = if (packed == null) null else new ValueSet(packed)
       val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, 0)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
       var applied = 0L
@@ -442,7 +456,7 @@ object StatePartition {
   /** Below this many ready updates a partition applies on the calling thread. */
   val ParallelThreshold = 8192
 
-  // Split points of `order` at bin-run boundaries, so every key's chain lies in one segment.
+  // Split points of `order` at rank-run boundaries, so every key's chain lies in one segment.
   private def segments(order: Array[Long], ready: StagedUpdates): Array[Int] = {
     val n = order.length
     val parts =
@@ -451,7 +465,7 @@ object StatePartition {
     var s = 1
     while (s < parts) {
       var at = math.max(cuts.last + 1, (n.toLong * s / parts).toInt)
-      while (at < n && at > 0 && (order(at) >> 32) == (order(at - 1) >> 32)) at += 1
+      while (at < n && at > 0 && SlotOrder.rankOf(order(at)) == SlotOrder.rankOf(order(at - 1))) at += 1
       if (at < n) cuts += at
       s += 1
     }

@@ -32,4 +32,15 @@ class KeySuite extends AnyFunSuite {
     val back = new ObjectInputStream(new ByteArrayInputStream(out.toByteArray)).readObject().asInstanceOf[Key]
     assert(back == key && back.hashCode == key.hashCode && back.partition(7) == key.partition(7))
   }
+
+  test("a key's partition is floorMod of its routing hash, for powers of two and other counts") {
+    // Routing must stay what it was (keys written by one version are found by the next): the oracle is
+    // the definition, MurmurHash3 of the bytes with the routing seed, floorMod the partition count.
+    val rnd = new scala.util.Random(5)
+    val keys = Seq.fill(2000)(Array.fill(1 + rnd.nextInt(24))(rnd.nextInt(256).toByte))
+    for (bytes <- keys; n <- Seq(1, 2, 3, 4, 7, 8, 16, 100, 128, 1024, 1 << 20, Int.MaxValue)) {
+      val expected = Math.floorMod(scala.util.hashing.MurmurHash3.bytesHash(bytes, 0x5eed), n)
+      assert(new Key(bytes).partition(n) == expected, s"$n partitions")
+    }
+  }
 }

@@ -23,15 +23,24 @@ public final class CpuTimeThroughput {
   public static void main(String[] args) {
     String what = args.length > 0 ? args[0] : "fetch";
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-    if (what.equals("fetch")) fetch(rounds);
+    String keys = args.length > 2 ? args[2] : "scattered";
+    if (what.equals("fetch")) fetch(rounds, keys);
     else if (what.equals("apply")) apply(rounds);
     else throw new IllegalArgumentException("fetch or apply, not " + what);
   }
 
-  private static void fetch(int rounds) {
+  /**
+   * `keys`: how the caller holds the key it fetches. "scattered": picks it from the 1M key objects
+   * made at load time (a miss on the array slot and one on the object before the engine starts, as
+   * FetchLatestBenchmark does); "in_hand": the fetch sequence's own key objects, made in sequence
+   * order, so the caller streams through them as a join streams through its rows; "from_bytes": a
+   * new Key from the key row per fetch (hashing included), as a join does; "probe": in-hand keys,
+   * only the key table look-up (no answer), to tell the table's share from the value set's.
+   */
+  private static void fetch(int rounds, String keys) {
     State engine = BenchData.engine(8, false);
     int n = 1 << 20;
-    Key[] keys = BenchData.keyObjects();
+    Key[] all = BenchData.keyObjects();
     int[] keyIdx = new int[n];
     long[] times = new long[n];
     Random r = new Random(42);
@@ -39,16 +48,49 @@ public final class CpuTimeThroughput {
       keyIdx[j] = r.nextInt(BenchData.keys());
       times[j] = Math.floorMod(r.nextLong(), 1000L * BenchData.versions());
     }
+    Key[] inHand = new Key[n];
+    byte[][] rows = new byte[n][];
+    if (!keys.equals("scattered")) {
+      for (int j = 0; j < n; j++) {
+        rows[j] = BenchData.keyBytes()[keyIdx[j]].clone();
+        inHand[j] = new Key(rows[j]);
+      }
+    }
     long found = 0;
     int perRound = 4 * n;
     for (int round = -3; round < rounds; round++) {
       long cpu0 = OS.getProcessCpuTime();
       long wall0 = System.nanoTime();
-      for (int i = 0; i < perRound; i++) {
-        int j = i & (n - 1);
-        if (engine.fetchLatest(keys[keyIdx[j]], times[j]) instanceof FetchAnswer.Found) found++;
+      switch (keys) {
+        case "scattered":
+          for (int i = 0; i < perRound; i++) {
+            int j = i & (n - 1);
+            if (engine.fetchLatest(all[keyIdx[j]], times[j]) instanceof FetchAnswer.Found) found++;
+          }
+          break;
+        case "in_hand":
+          for (int i = 0; i < perRound; i++) {
+            int j = i & (n - 1);
+            if (engine.fetchLatest(inHand[j], times[j]) instanceof FetchAnswer.Found) found++;
+          }
+          break;
+        case "from_bytes":
+          for (int i = 0; i < perRound; i++) {
+            int j = i & (n - 1);
+            if (engine.fetchLatest(new Key(rows[j]), times[j]) instanceof FetchAnswer.Found) found++;
+          }
+          break;
+        case "probe":
+          for (int i = 0; i < perRound; i++) {
+            int j = i & (n - 1);
+            Key k = inHand[j];
+            if (engine.partitionOf(k).get(k) != null) found++;
+          }
+          break;
+        default:
+          throw new IllegalArgumentException("scattered, in_hand, from_bytes or probe, not " + keys);
       }
-      report("fetch", round, perRound, cpu0, wall0);
+      report("fetch-" + keys, round, perRound, cpu0, wall0);
     }
     if (found == 42) System.out.println();
   }

@@ -45,6 +45,9 @@ class LincheckedKeyTable {
   @Operation def getA(): Int = version(table.get(keys(0)))
   @Operation def getB(): Int = version(table.get(keys(1)))
   @Operation def getC(): Int = version(table.get(keys(2)))
+  // The apply round's look-up with the hash carried in its order (no read of the key for it).
+  @Operation def getAByHash(): Int = version(table.get(keys(0), keys(0).hashCode))
+  @Operation def getCByHash(): Int = version(table.get(keys(2), keys(2).hashCode))
   @Operation def compactA(): Int = compact(0)
   @Operation def compactB(): Int = compact(1)
   @Operation def sizeNow(): Int = { table.size; 0 }

@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{EventTime, ProgressGroup, RejectedUpdate, SharedStateException, State}
+import io.sharedstate.core.{EventTime, GroupAdvance, ProgressGroup, RejectedUpdate, SharedStateException, State}
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable
@@ -26,8 +26,11 @@ import scala.jdk.CollectionConverters._
  * group's U then is late and goes to [[rejectedTransactions]] (and [[drainLate]], and the rejected log of
  * each member it writes); the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
  *
- * Not journaled: a member's plain updates are journaled as before, the group's transactions are not
- * (a durable caller re-stages and re-commits them from its own log).
+ * Journaled in part: a member with a journal records joining the group, and each advance of U before
+ * it is published, with the pairs the step's transactions put in it
+ * ([[io.sharedstate.core.StateJournal.groupAdvanced]]), so the member replays alone to the same values
+ * and U; its plain updates are journaled as before. Staged and waiting transactions are not (a durable
+ * caller re-stages and re-commits them from its own log).
  */
 final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
     extends ProgressGroup {
@@ -203,8 +206,10 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     val newU = states.map(_.writersProgress).min
     if (newU > u) {
       val (ready, later) = waiting.partition(_._2.time < newU)
-      if (ready.isEmpty) states.foreach(_.applyAndPublish(newU))
-      else {
+      if (ready.isEmpty) {
+        states.foreach(_.journalGroupAdvance(GroupAdvance(newU, IndexedSeq.empty)))
+        states.foreach(_.applyAndPublish(newU))
+      } else {
         waiting.clear(); waiting ++= later
         round.run(newU, ready.toIndexedSeq).foreach(outcomes.add)
         states.foreach(_.publishGroupProgress(newU))

@@ -175,6 +175,37 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     out
   }
 
+  /**
+   * After a restart (a new group over members rebuilt from their journals): the transactions of an
+   * epoch of `writer` that the members committed before this group existed, per task in the order
+   * staged (as the caller journaled them). Those not final yet (time >= U) wait again with their ids
+   * (each was accepted: U at its commit was at most U now); the others were applied, or rejected as
+   * late, then. The group treats the epoch as committed from now on; an epoch it already committed
+   * (or restored) changes nothing. Returns how many wait again.
+   */
+  def restoreCommitted(writer: String, epoch: Long, tasks: Seq[(Int, TransactionBatch)]): Int = underLock {
+    states.foreach { s =>
+      if (s.lastCommittedEpoch(writer) < epoch) throw new SharedStateException(
+        s"Transaction group '$name': epoch $epoch of writer '$writer' is not committed on State '${s.name}' " +
+          s"(its last: ${s.lastCommittedEpoch(writer)}); stage and commit it instead of restoring it.")
+    }
+    if (epoch <= lastEpoch.getOrElse(writer, -1L)) 0
+    else {
+      var restored = 0
+      tasks.sortBy(_._1).foreach { case (task, batch) =>
+        var i = 0
+        while (i < batch.size) {
+          val txn = batch(i)
+          batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+          if (txn.time >= u) { waiting += ((TransactionId(writer, epoch, task, i), txn)); restored += 1 }
+          i += 1
+        }
+      }
+      lastEpoch(writer) = epoch
+      restored
+    }
+  }
+
   // ---- results ----
 
   /** The outcomes that became final since the last call, in (time, id) order. */

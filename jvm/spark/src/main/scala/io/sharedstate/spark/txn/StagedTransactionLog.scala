@@ -95,17 +95,19 @@ private[sharedstate] object StagedTransactionLog {
   /**
    * At the restart of `writer` on a group of members rebuilt from their journals: each kept epoch the
    * members committed (every member: the lowest of their last epochs) gives back its transactions not
-   * final yet ([[TransactionGroup.restoreCommitted]]); each above it (Spark may have committed the
-   * batch, the group's commit did not follow) is staged and committed again with the same ids, at the
-   * writer's progress (its watermark moves with its next batch). `rebuild` makes a transaction from its
-   * time and event row bytes. Returns (transactions waiting again, epochs committed again).
+   * final yet ([[TransactionGroup.restoreCommitted]]); each above it up to `sparkCommitted` (the last
+   * batch Spark committed: the group's commit did not follow) is staged and committed again with the
+   * same ids, at the writer's progress (its watermark moves with its next batch). An epoch above
+   * `sparkCommitted` is left alone: its batch may have been cut by the kill (some tasks logged, not
+   * all), and Spark runs it again, staging every task. `rebuild` makes a transaction from its time and
+   * event row bytes. Returns (transactions waiting again, epochs committed again).
    */
-  def resume(log: StagedTransactionLog, group: TransactionGroup, writer: String,
+  def resume(log: StagedTransactionLog, group: TransactionGroup, writer: String, sparkCommitted: Long,
       rebuild: (Long, Array[Byte]) => Transaction): (Int, Int) = {
     val committed = group.states.map(_.lastCommittedEpoch(writer)).min
     var restored = 0
     var recommitted = 0
-    log.epochs(writer).foreach { e =>
+    log.epochs(writer).filter(_ <= sparkCommitted).foreach { e =>
       val tasks = log.read(writer, e).map { case (task, events) =>
         val b = new TransactionBatch
         events.foreach { case (t, bytes) => b.add(rebuild(t, bytes)) }

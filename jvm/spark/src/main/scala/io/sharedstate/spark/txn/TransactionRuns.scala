@@ -5,6 +5,7 @@ import io.sharedstate.core.txn.{TransactionGroup, TransactionOutcome}
 import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQuery
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
@@ -71,7 +72,12 @@ private[sharedstate] object TransactionRuns extends Logging {
       group.registerWriter(run.writer(n))
       n.log.foreach { log =>
         val width = program.eventSchema.length
-        val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n),
+        // The last batch Spark committed: a logged epoch above it may be cut short, and Spark runs it again.
+        val sparkCommitted = query match {
+          case q: StreamingQueryWrapper => q.streamingQuery.commitLog.getLatestBatchId().getOrElse(-1L)
+          case _ => -1L
+        }
+        val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
           { (time, bytes) =>
             val event = new UnsafeRow(width)
             event.pointTo(bytes, bytes.length)

@@ -68,10 +68,10 @@ class TransactionJournalSuite extends AnyFunSuite {
     }
 
     /** A killed driver's States and group are gone; the new ones come from the tables and the staged log. */
-    def restart(): (Int, Int) = {
+    def restart(sparkCommitted: Long): (Int, Int) = {
       outcomes ++= group.drainOutcomes()
       open()
-      val resumed = StagedTransactionLog.resume(log, group, "w", (_, bytes) => txnAt(bytes))
+      val resumed = StagedTransactionLog.resume(log, group, "w", sparkCommitted, (_, bytes) => txnAt(bytes))
       outcomes ++= group.drainOutcomes()
       resumed
     }
@@ -137,6 +137,15 @@ class TransactionJournalSuite extends AnyFunSuite {
       outcomes ++= group.drainOutcomes()
       progress(w) = newProgress
       epochs(w) = epoch + 1
+    }
+
+    /** The next epoch of `w` as a kill leaves it: `events` logged by task 0 only, nothing staged or committed. */
+    def logPartOfNextEpoch(events: Seq[(TxnEvent, Int)]): Long = {
+      val logged = events.collect { case (TxnEvent.Txn(txn), i) =>
+        (txn.time, java.nio.ByteBuffer.allocate(4).putInt(i).array())
+      }
+      log.writeTask("w", epochs("w"), 0, logged)
+      epochs("w")
     }
 
     /** Every writer finishes: the last round applies every waiting transaction. */
@@ -241,11 +250,13 @@ class TransactionJournalSuite extends AnyFunSuite {
 
       val g = new DurableGroup(seed, events)
       g.run(first)
-      g.commit("w", txnsOnly, holdProgress = true,
-        commitIt = false) // logged; the driver dies before the group's commit
+      // Logged, and Spark committed the batch; the driver dies before the group's commit.
+      g.commit("w", txnsOnly, holdProgress = true, commitIt = false)
+      // The next batch was cut by the kill: one task logged, Spark never committed it (it runs it again).
+      val sparkCommitted = g.logPartOfNextEpoch(second.take(10)) - 1
       val waiting = g.group.waitingTransactions
       assert(waiting > 0, s"seed $seed: transactions wait at the kill")
-      val (restored, recommitted) = g.restart()
+      val (restored, recommitted) = g.restart(sparkCommitted)
       assert(restored == waiting && recommitted == 1, s"seed $seed: restored $restored of $waiting")
       g.run(second)
       g.finish()

@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{EventTime, ProgressGroup, RejectedUpdate, SharedStateException, State}
+import io.sharedstate.core.{EventTime, GroupAdvance, ProgressGroup, RejectedUpdate, SharedStateException, State}
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable
@@ -26,8 +26,11 @@ import scala.jdk.CollectionConverters._
  * group's U then is late and goes to [[rejectedTransactions]] (and [[drainLate]], and the rejected log of
  * each member it writes); the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
  *
- * Not journaled: a member's plain updates are journaled as before, the group's transactions are not
- * (a durable caller re-stages and re-commits them from its own log).
+ * Journaled in part: a member with a journal records joining the group, and each advance of U before
+ * it is published, with the pairs the step's transactions put in it
+ * ([[io.sharedstate.core.StateJournal.groupAdvanced]]), so the member replays alone to the same values
+ * and U; its plain updates are journaled as before. Staged and waiting transactions are not (a durable
+ * caller re-stages and re-commits them from its own log).
  */
 final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
     extends ProgressGroup {
@@ -172,6 +175,37 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     out
   }
 
+  /**
+   * After a restart (a new group over members rebuilt from their journals): the transactions of an
+   * epoch of `writer` that the members committed before this group existed, per task in the order
+   * staged (as the caller journaled them). Those not final yet (time >= U) wait again with their ids
+   * (each was accepted: U at its commit was at most U now); the others were applied, or rejected as
+   * late, then. The group treats the epoch as committed from now on; an epoch it already committed
+   * (or restored) changes nothing. Returns how many wait again.
+   */
+  def restoreCommitted(writer: String, epoch: Long, tasks: Seq[(Int, TransactionBatch)]): Int = underLock {
+    states.foreach { s =>
+      if (s.lastCommittedEpoch(writer) < epoch) throw new SharedStateException(
+        s"Transaction group '$name': epoch $epoch of writer '$writer' is not committed on State '${s.name}' " +
+          s"(its last: ${s.lastCommittedEpoch(writer)}); stage and commit it instead of restoring it.")
+    }
+    if (epoch <= lastEpoch.getOrElse(writer, -1L)) 0
+    else {
+      var restored = 0
+      tasks.sortBy(_._1).foreach { case (task, batch) =>
+        var i = 0
+        while (i < batch.size) {
+          val txn = batch(i)
+          batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+          if (txn.time >= u) { waiting += ((TransactionId(writer, epoch, task, i), txn)); restored += 1 }
+          i += 1
+        }
+      }
+      lastEpoch(writer) = epoch
+      restored
+    }
+  }
+
   // ---- results ----
 
   /** The outcomes that became final since the last call, in (time, id) order. */
@@ -203,8 +237,10 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     val newU = states.map(_.writersProgress).min
     if (newU > u) {
       val (ready, later) = waiting.partition(_._2.time < newU)
-      if (ready.isEmpty) states.foreach(_.applyAndPublish(newU))
-      else {
+      if (ready.isEmpty) {
+        states.foreach(_.journalGroupAdvance(GroupAdvance(newU, IndexedSeq.empty)))
+        states.foreach(_.applyAndPublish(newU))
+      } else {
         waiting.clear(); waiting ++= later
         round.run(newU, ready.toIndexedSeq).foreach(outcomes.add)
         states.foreach(_.publishGroupProgress(newU))

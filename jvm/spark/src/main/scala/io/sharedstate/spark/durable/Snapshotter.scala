@@ -127,7 +127,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
           keepFrom.map { case (p, id) => s"(partition = $p AND snapshot_id < $id)" }.mkString(" OR ")
         DeltaTable.forPath(spark, snapshots.path).delete(snapshotCondition)
       }
-      val commits = log.readPartition(JournalPartition).filter(_.event == Events.Commit)
+      // An applied round's pairs are trimmed like an epoch's updates (its event's writer and epoch are theirs).
+      val commits =
+        log.readPartition(JournalPartition).filter(e => e.event == Events.Commit || e.event == Events.GroupAdvance)
       val perPartition = keepFrom.toSeq.flatMap { case (p, id) =>
         val covered = commits.filter(_.commitSeq.longValue <= id).groupBy(_.writer).map { case (w, cs) =>
           w -> cs.map(_.epoch).max

@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.functions.{col, expr, lit}
 import org.apache.spark.sql.sharedstate.PlanFrames
 import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
+import org.apache.spark.util.SerializableConfiguration
 
 /**
  * State transactions over a stream of events (TStream): each event reads keys of one or more States,
@@ -39,6 +40,11 @@ private[sharedstate] object Transact {
         "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
         "States (no root) for transactional queries (docs/transactions.md, Durability).")
     val group = TransactionGroups.of(program.states)
+    // With a durable member, the tasks keep their staged batches under its root (the first by name).
+    val log = program.states.sorted.flatMap(DurableStates.rootOf).headOption.map(root =>
+      StagedTransactionLog.under(root, group.name,
+        new SerializableConfiguration(
+          events.sparkSession.sessionState.newHadoopConf())))
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)
     val name = TransactionRows.name(group.name,
@@ -47,7 +53,8 @@ private[sharedstate] object Transact {
     val observed = events.observe(name, expr(s"unix_micros(max(${quoted(time)}))").as(TransactionRows.MaxEventMicros))
     val input = withTickColumns(observed).union(progressTicks(events, group.states.head.name, name))
     val child = input.queryExecution.analyzed
-    val node = TransactionNode(program, timeOrdinal, group.name, name, latenessMicros, outcomes, child.output, output,
+    val node = TransactionNode(program, timeOrdinal, group.name, name, latenessMicros, outcomes, log, child.output,
+      output,
       child)
     TransactionListener.ensure(events.sparkSession)
     PlanFrames.of(events.sparkSession, node)

@@ -4,6 +4,8 @@ import io.sharedstate.core.EventTime
 import io.sharedstate.core.txn.{TransactionGroup, TransactionOutcome}
 import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQuery
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
@@ -29,8 +31,9 @@ import scala.jdk.CollectionConverters._
  */
 private[sharedstate] object TransactionRuns extends Logging {
 
-  /** One transactional operator of a query. */
-  final case class Node(name: String, group: String, latenessMicros: Long, outcomes: Boolean)
+  /** One transactional operator of a query; `log`: its group's staged log (a durable member), if any. */
+  final case class Node(name: String, group: String, latenessMicros: Long, outcomes: Boolean,
+      log: Option[StagedTransactionLog] = None)
 
   /** What `batch` emits: the outcomes with `from <= time < until`, and the late transactions it took. */
   final case class Bound(batch: Long, from: Long, until: Long)
@@ -53,15 +56,36 @@ private[sharedstate] object TransactionRuns extends Logging {
 
   def writerId(query: String, node: String): String = s"txn:$node:$query"
 
-  /** On the stream thread, before the first batch: registers (or resumes) each node's writer. */
-  def started(queryId: String, query: StreamingQuery, nodes: Seq[Node]): Unit = {
-    val run = new Run(queryId, query, nodes)
-    nodes.foreach { n =>
+  /**
+   * On the stream thread, before the first batch: registers (or resumes) each node's writer; with a
+   * staged log, gives the group back what a previous driver's group held of the writer (see
+   * [[StagedTransactionLog.resume]]; in the same application it changes nothing).
+   */
+  def started(queryId: String, query: StreamingQuery, nodes: Seq[(Node, TransactionProgram)]): Unit = {
+    val run = new Run(queryId, query, nodes.map(_._1))
+    nodes.foreach { case (n, program) =>
       if (n.outcomes) {
         buffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
         lateBuffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
       }
-      TransactionGroups.named(n.group).registerWriter(run.writer(n))
+      val group = TransactionGroups.named(n.group)
+      group.registerWriter(run.writer(n))
+      n.log.foreach { log =>
+        val width = program.eventSchema.length
+        // The last batch Spark committed: a logged epoch above it may be cut short, and Spark runs it again.
+        val sparkCommitted = query match {
+          case q: StreamingQueryWrapper => q.streamingQuery.commitLog.getLatestBatchId().getOrElse(-1L)
+          case _ => -1L
+        }
+        val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
+          { (time, bytes) =>
+            val event = new UnsafeRow(width)
+            event.pointTo(bytes, bytes.length)
+            program.transaction(event, time)
+          })
+        logInfo(s"Transactions ${n.name}: resumed ${run.writer(n)} from ${log.directory}: $restored transaction(s) " +
+          s"waiting again, $recommitted epoch(s) committed again")
+      }
     }
     runs.put(queryId, run)
   }
@@ -86,6 +110,7 @@ private[sharedstate] object TransactionRuns extends Logging {
           val current = group.states.head.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
           val watermark = run.maxSeen.get(n.name).map(_ - n.latenessMicros).getOrElse(EventTime.MinusInfinity)
           val out = group.commitEpoch(writer, p.batchId, math.max(current, watermark))
+          n.log.foreach(_.prune(writer, p.batchId, group.updateProgress))
           logDebug(s"Transactions ${n.name}: committed epoch ${p.batchId} of $writer: $out")
         }
         run.committed = p.batchId

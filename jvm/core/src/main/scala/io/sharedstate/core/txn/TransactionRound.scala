@@ -16,7 +16,9 @@ import scala.collection.mutable.ArrayBuffer
 private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler) {
   private val stateIndex: Map[String, Int] = states.iterator.map(_.name).zipWithIndex.toMap
 
-  def run(newU: Long, txns: IndexedSeq[(TransactionId, Transaction)]): IndexedSeq[TransactionOutcome] = {
+  def run(newU: Long, txns: IndexedSeq[(TransactionId, Transaction)],
+      decided: IndexedSeq[TransactionOutcome] => Unit,
+      journal: IndexedSeq[(State, GroupAdvance)] => Unit): Unit = {
     val sorted = txns.sortBy { case (id, t) => (t.time, id) }
     val runs = sorted.iterator.zipWithIndex.map { case ((id, t), rank) => new TransactionRun(id, t, rank) }.toIndexedSeq
     val chains = plainChains(newU)
@@ -31,9 +33,9 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
       r.decideWithoutReads()
     }
     val built = execute(newU, chains)
-    journal(newU, built)
+    decided(runs.map(_.outcome))
+    journal(advances(newU, built))
     feedChanges(newU, built)
-    runs.map(_.outcome)
   }
 
   /** Replays one journaled round of the only member State: its plain updates below U and the journaled pairs. */
@@ -84,16 +86,14 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
     built
   }
 
-  // Each durable member journals the pairs the round's transactions put in it, before U is published.
-  private def journal(newU: Long, built: Array[OperationChain]): Unit =
-    states.foreach { state =>
-      if (state.journaled) {
-        val own = state.partitionsInternal.toSet
-        val pairs = built.iterator.filter(c => own(c.partition) && c.transactionPuts.nonEmpty).flatMap { c =>
-          c.transactionPuts.iterator.map { case (t, v) => GroupAdvance.Pair(c.key.bytes, t, v) }
-        }.toIndexedSeq
-        state.journalGroupAdvance(GroupAdvance(newU, pairs))
-      }
+  // Per durable member, the advance its journal records: U and the pairs the round's transactions put in it.
+  private def advances(newU: Long, built: Array[OperationChain]): IndexedSeq[(State, GroupAdvance)] =
+    states.filter(_.journaled).map { state =>
+      val own = state.partitionsInternal.toSet
+      val pairs = built.iterator.filter(c => own(c.partition) && c.transactionPuts.nonEmpty).flatMap { c =>
+        c.transactionPuts.iterator.map { case (t, v) => GroupAdvance.Pair(c.key.bytes, t, v) }
+      }.toIndexedSeq
+      state -> GroupAdvance(newU, pairs)
     }
 
   // Members with an open change feed get the pairs this round made final, before U is published.

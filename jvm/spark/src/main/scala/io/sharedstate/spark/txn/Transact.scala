@@ -39,12 +39,13 @@ private[sharedstate] object Transact {
       s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root), and transactions are not journaled yet: " +
         "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
         "States (no root) for transactional queries (docs/transactions.md, Durability).")
-    val group = TransactionGroups.of(program.states)
-    // With a durable member, the tasks keep their staged batches under its root (the first by name).
-    val log = program.states.sorted.flatMap(DurableStates.rootOf).headOption.map(root =>
-      StagedTransactionLog.under(root, group.name,
-        new SerializableConfiguration(
-          events.sparkSession.sessionState.newHadoopConf())))
+    // With a durable member, the group keeps its steps and the tasks their staged batches under its root
+    // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
+    val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption
+    val conf = new SerializableConfiguration(events.sparkSession.sessionState.newHadoopConf())
+    val group = TransactionGroups.of(program.states,
+      name => root.map(r => new GroupStepLog(StagedTransactionLog.under(r, name, conf).directory, conf.value)))
+    val log = root.map(StagedTransactionLog.under(_, group.name, conf))
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)
     val name = TransactionRows.name(group.name,

@@ -287,12 +287,15 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
         states.foreach(_.applyAndPublish(newU))
       } else {
         waiting.clear(); waiting ++= later
-        round.run(newU, ready.toIndexedSeq,
+        round.run(
+          newU,
+          ready.toIndexedSeq,
           decided = os => {
             val hook = decidedHook
             if (hook != null) hook.decided(os, IndexedSeq.empty) else os.foreach(outcomes.add)
           },
-          journal = journalStep)
+          journal = journalStep
+        )
         states.foreach(_.publishGroupProgress(newU))
       }
       u = newU

@@ -49,12 +49,13 @@ private[sharedstate] final class GroupStepLog(directory: String, conf: Configura
         Seq.fill(in.readInt()) {
           val state = in.readUTF()
           val u = in.readLong()
-          state -> GroupAdvance(u, IndexedSeq.fill(in.readInt()) {
-            val key = bytes(in.readInt())
-            val time = in.readLong()
-            val n = in.readInt()
-            GroupAdvance.Pair(key, time, if (n < 0) null else bytes(n))
-          })
+          state -> GroupAdvance(u,
+            IndexedSeq.fill(in.readInt()) {
+              val key = bytes(in.readInt())
+              val time = in.readLong()
+              val n = in.readInt()
+              GroupAdvance.Pair(key, time, if (n < 0) null else bytes(n))
+            })
         }.toMap
       } finally in.close()
     }

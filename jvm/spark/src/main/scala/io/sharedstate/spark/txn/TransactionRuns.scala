@@ -1,5 +1,7 @@
 package io.sharedstate.spark.txn
 
+import io.sharedstate.spark.durable.DurableStates
+
 import io.sharedstate.core.EventTime
 import io.sharedstate.core.txn.{RejectedTransaction, TransactionGroup, TransactionOutcome}
 import java.util.concurrent.ConcurrentHashMap
@@ -75,21 +77,29 @@ private[sharedstate] object TransactionRuns extends Logging {
     nodes.foreach { case (n, program) =>
       // First: resuming the writer below decides again. Kept in the checkpoint when the group is durable;
       // a restart in this application keeps what it holds.
-      if (n.outcomes) outcomesOf.computeIfAbsent(run.writer(n), _ => {
-        val kept = for (log <- n.log; e <- execution)
-          yield TransactionOutcomeLog.of(e.resolvedCheckpointRoot, n.name, e.sparkSession.sessionState.newHadoopConf())
-        val outcomes = new WriterOutcomes(kept)
-        if (kept.isDefined) {
-          val resumed = outcomes.resume(sparkCommitted)
-          val key = s"$queryId|${n.name}"
-          resumed.foreach(b => bounds.put(s"$key|${b.batch}", b))
-          resumed.lastOption.foreach(b => lastBound.put(key, (b.batch, b.until)))
+      if (n.outcomes) outcomesOf.computeIfAbsent(
+        run.writer(n),
+        _ => {
+          val kept =
+            for (log <- n.log; e <- execution)
+              yield TransactionOutcomeLog.of(e.resolvedCheckpointRoot, n.name,
+                e.sparkSession.sessionState.newHadoopConf())
+          val outcomes = new WriterOutcomes(kept)
+          if (kept.isDefined) {
+            val resumed = outcomes.resume(sparkCommitted)
+            val key = s"$queryId|${n.name}"
+            resumed.foreach(b => bounds.put(s"$key|${b.batch}", b))
+            resumed.lastOption.foreach(b => lastBound.put(key, (b.batch, b.until)))
+          }
+          outcomes
         }
-        outcomes
-      })
+      )
       val group = TransactionGroups.named(n.group)
       group.registerWriter(run.writer(n))
       n.log.foreach { log =>
+        // At the application's end the last commits come before the roots' leases are released: one
+        // member committed and another refused would leave the members a step apart.
+        DurableStates.beforeLeasesRelease("transactions", () => running.foreach(catchUp))
         val width = program.eventSchema.length
         val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
           { (time, bytes) =>
@@ -125,7 +135,8 @@ private[sharedstate] object TransactionRuns extends Logging {
           val watermark = run.maxSeen.get(n.name).map(_ - n.latenessMicros).getOrElse(EventTime.MinusInfinity)
           val out = group.commitEpoch(writer, p.batchId, math.max(current, watermark))
           n.log.foreach(_.prune(writer, p.batchId, group.updateProgress))
-          for (o <- Option(outcomesOf.get(writer)); log <- o.log; b <- Option(bounds.get(s"${run.id}|${n.name}|${p.batchId}")))
+          for (o <- Option(outcomesOf.get(writer)); log <- o.log;
+            b <- Option(bounds.get(s"${run.id}|${n.name}|${p.batchId}")))
             log.emitted(b, Kept)
           logDebug(s"Transactions ${n.name}: committed epoch ${p.batchId} of $writer: $out")
         }
@@ -169,7 +180,7 @@ private[sharedstate] object TransactionRuns extends Logging {
         late.map(r => TransactionOutcome(r.id, r.time, committed = false, IndexedSeq.empty, r.reason, r.payload))
       (outcomes.map(_.id.writer) ++ lateOutcomes.map(_.id.writer)).distinct.foreach { writer =>
         Option(outcomesOf.get(writer)).foreach(_.add(outcomes.filter(_.id.writer == writer),
-          lateOutcomes.filter(_.id.writer == writer)))
+            lateOutcomes.filter(_.id.writer == writer)))
       }
     }
   }

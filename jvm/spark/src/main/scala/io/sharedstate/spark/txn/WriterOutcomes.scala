@@ -36,7 +36,9 @@ private[sharedstate] final class WriterOutcomes(val log: Option[TransactionOutco
    * (the batch's `decidedThrough`).
    */
   def take(batch: Long, from: Long): Long = synchronized {
-    finals.filterInPlace { o => val keep = o.time >= from; if (!keep) ids -= o.id; keep }
+    finals.filterInPlace { o =>
+      val keep = o.time >= from; if (!keep) ids -= o.id; keep
+    }
     late.mapInPlace { case (taken, o) => (if (taken < 0) batch else taken, o) }
     // Spark re-runs only the last batch, which is this one or later.
     late.filterInPlace { case (taken, o) => val keep = taken >= batch; if (!keep) ids -= o.id; keep }

@@ -19,9 +19,14 @@ class WriterOutcomesSuite extends AnyFunSuite {
   private val conf = new Configuration()
 
   private def outcome(epoch: Long, i: Int, time: Long, late: Boolean): TransactionOutcome =
-    TransactionOutcome(TransactionId("w", epoch, 0, i), time, committed = !late && i % 3 != 0,
-      IndexedSeq(Some(Array[Byte](i.toByte, 7)), None), if (late) "late" else if (i % 3 == 0) "condition" else null,
-      Array[Byte](1, 2, i.toByte))
+    TransactionOutcome(
+      TransactionId("w", epoch, 0, i),
+      time,
+      committed = !late && i % 3 != 0,
+      IndexedSeq(Some(Array[Byte](i.toByte, 7)), None),
+      if (late) "late" else if (i % 3 == 0) "condition" else null,
+      Array[Byte](1, 2, i.toByte)
+    )
 
   private def comparable(o: TransactionOutcome) =
     (o.id, o.time, o.committed, o.reason, o.reads.map(_.map(_.toSeq)), o.payload.toSeq)
@@ -52,11 +57,11 @@ class WriterOutcomesSuite extends AnyFunSuite {
     /** The batch's bound, fixed once (a kept one is used again), and what it emits. */
     def run(batch: Long): Seq[TransactionOutcome] = {
       val b = bounds.getOrElseUpdate(batch, {
-        val from = lastUntil
-        val bound = TransactionRuns.Bound(batch, from, u, outcomes.take(batch, from))
-        outcomes.log.get.writeBound(bound)
-        bound
-      })
+          val from = lastUntil
+          val bound = TransactionRuns.Bound(batch, from, u, outcomes.take(batch, from))
+          outcomes.log.get.writeBound(bound)
+          bound
+        })
       lastUntil = b.until
       outcomes.of(b)
     }

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{EventTime, State, UpdateBatch}
+import io.sharedstate.core.{EventTime, GroupAdvance, JournalCommit, RejectedUpdate, State, StateJournal, UpdateBatch}
 import io.sharedstate.core.txn.{
   RandomMixWorkload,
   Transaction,
@@ -9,7 +9,7 @@ import io.sharedstate.core.txn.{
   TransactionOutcome,
   TxnEvent
 }
-import io.sharedstate.spark.txn.StagedTransactionLog
+import io.sharedstate.spark.txn.{GroupStepLog, StagedTransactionLog}
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -42,7 +42,15 @@ class TransactionJournalSuite extends AnyFunSuite {
     }.toMap
     private val targets = workload.states.map(s => s.name -> tables(s.name).log.target(s.partitions)).toMap
     val log = StagedTransactionLog.under(dir.toString, "mix", new SerializableConfiguration(conf))
+    private val steps = new GroupStepLog(log.directory, conf)
     private var opened: Seq[(State, DeltaJournal)] = Nil
+
+    /** Arms a failure of this member's journal at its next group advance (after the members before it journaled). */
+    val failAdvance: Map[String, java.util.concurrent.atomic.AtomicBoolean] =
+      workload.states.map(_.name -> new java.util.concurrent.atomic.AtomicBoolean(false)).toMap
+
+    /** The members the last open completed (a step a kill cut between their journal commits). */
+    var completed: Seq[String] = Nil
     var group: TransactionGroup = null
     val outcomes = mutable.ArrayBuffer.empty[TransactionOutcome]
     private val epochs = mutable.HashMap("w" -> 0L, "p" -> 0L)
@@ -59,11 +67,13 @@ class TransactionJournalSuite extends AnyFunSuite {
         val start = StateRecovery.replay(s, t.log, Some(t.snapshots), Some(t.rejected))
         val journal = new DeltaJournal(spec.name, t.log, targets(spec.name), t.rejected, start.nextSeq,
           start.version, t.lease)
-        s.attachJournal(journal)
+        s.attachJournal(new FailingJournal(journal, failAdvance(spec.name)))
         (s, journal)
       }
       plainOnly.registerWriter("p")
       group = new TransactionGroup("mix", states)
+      completed = group.completeStep(steps.last)
+      group.recordSteps(steps)
       group.registerWriter("w")
     }
 
@@ -103,7 +113,7 @@ class TransactionJournalSuite extends AnyFunSuite {
      * committed (the driver dies before the group's commit).
      */
     def commit(w: String, events: Seq[(TxnEvent, Int)], holdProgress: Boolean = false,
-        commitIt: Boolean = true): Unit = {
+        commitIt: Boolean = true, progressTo: Option[Long] = None): Unit = {
       val epoch = epochs(w)
       val tasks = IndexedSeq.fill(2)((new TransactionBatch, mutable.ArrayBuffer.empty[(Long, Array[Byte])]))
       val updates = states.map(s => s.name -> new UpdateBatch).toMap
@@ -114,8 +124,18 @@ class TransactionJournalSuite extends AnyFunSuite {
           batch.add(txn)
           logged += ((txn.time, java.nio.ByteBuffer.allocate(4).putInt(i).array()))
       }
-      val newProgress =
-        if (holdProgress) progress(w) else (progress(w) +: events.map(_._1.time - 5 - rnd.nextInt(15))).max
+      val newProgress = progressTo.getOrElse(
+        if (holdProgress) progress(w) else (progress(w) +: events.map(_._1.time - 5 - rnd.nextInt(15))).max)
+      try commitEpoch(w, epoch, tasks, updates, newProgress, commitIt)
+      finally {
+        progress(w) = newProgress
+        epochs(w) = epoch + 1
+      }
+    }
+
+    private def commitEpoch(w: String, epoch: Long,
+        tasks: IndexedSeq[(TransactionBatch, mutable.ArrayBuffer[(Long, Array[Byte])])],
+        updates: Map[String, UpdateBatch], newProgress: Long, commitIt: Boolean): Unit = {
       if (w == "w") {
         tasks.zipWithIndex.foreach { case ((batch, logged), task) =>
           group.stage(w, epoch, task, batch)
@@ -135,9 +155,10 @@ class TransactionJournalSuite extends AnyFunSuite {
         plainOnly.commitEpoch(w, epoch, newProgress, payload = files)
       }
       outcomes ++= group.drainOutcomes()
-      progress(w) = newProgress
-      epochs(w) = epoch + 1
     }
+
+    /** The transactional writer's progress: a plain writer following it lets U move. */
+    def progressOf(w: String): Long = progress(w)
 
     /** The next epoch of `w` as a kill leaves it: `events` logged by task 0 only, nothing staged or committed. */
     def logPartOfNextEpoch(events: Seq[(TxnEvent, Int)]): Long = {
@@ -167,6 +188,20 @@ class TransactionJournalSuite extends AnyFunSuite {
       StateRecovery.replay(s, tables(spec.name).log, Option.when(snapshots)(tables(spec.name).snapshots), None)
       s
     }
+  }
+
+  /** A member's journal that fails a group advance once armed, before recording it (a kill between two members). */
+  private final class FailingJournal(journal: DeltaJournal, armed: java.util.concurrent.atomic.AtomicBoolean)
+      extends StateJournal {
+    override def writerRegistered(writer: String, frontier: Long): Unit = journal.writerRegistered(writer, frontier)
+    override def epochCommitting(commit: JournalCommit): Unit = journal.epochCommitting(commit)
+    override def writerFinished(writer: String): Unit = journal.writerFinished(writer)
+    override def writerDeregistered(writer: String): Unit = journal.writerDeregistered(writer)
+    override def updatesRejected(rejected: Seq[RejectedUpdate]): Unit = journal.updatesRejected(rejected)
+    override def groupJoined(group: String, updateProgress: Long): Unit = journal.groupJoined(group, updateProgress)
+    override def groupAdvanced(advance: GroupAdvance): Unit =
+      if (armed.getAndSet(false)) throw new IllegalStateException("killed between two members' journal commits")
+      else journal.groupAdvanced(advance)
   }
 
   /** Every key's pairs with time < `below` (deletes included). */
@@ -267,6 +302,51 @@ class TransactionJournalSuite extends AnyFunSuite {
         s"seed $seed: outcomes")
       g.log.prune("w", Long.MaxValue, g.group.updateProgress)
       assert(g.log.epochs("w").isEmpty, "every epoch final: the staged log is empty")
+    }
+  }
+
+  test("a kill between two members' journal commits of one step: the restart completes the step on the others") {
+    def comparable(o: TransactionOutcome) = (o.id, o.time, o.committed, o.reason, o.reads.map(_.map(_.toSeq)))
+    for (seed <- 1L to 3L) {
+      val events = workload.events(seed)
+      val (first, rest) = events.zipWithIndex.splitAt(events.size / 3)
+      val chunks = rest.grouped(12).toSeq
+      val reference = new DurableGroup(seed, events)
+      reference.run(first)
+      def step(d: DurableGroup, c: Seq[(TxnEvent, Int)]): Unit = {
+        d.commit("w", c)
+        d.commit("p", Nil, progressTo = Some(d.progressOf("w"))) // the plain writer follows: U moves
+      }
+      chunks.foreach(c => step(reference, c))
+      reference.finish()
+
+      val g = new DurableGroup(seed, events)
+      g.run(first)
+      val second = g.states(1).name
+      g.failAdvance(second).set(true) // the second member's next advance fails, after the first one's journaled it
+      var failedAt = -1
+      chunks.zipWithIndex.foreach { case (c, i) =>
+        // Each commit as its own step: a commit the kill cut is not made again (its epoch is in the journals).
+        Seq[() => Unit](() => g.commit("w", c), () => g.commit("p", Nil, progressTo = Some(g.progressOf("w"))))
+          .foreach { commit =>
+            try commit()
+            catch {
+              case e: IllegalStateException if failedAt < 0 && e.getMessage.startsWith("killed") =>
+                failedAt = i
+                g.restart(sparkCommitted = i + 1000L) // every epoch logged was committed by Spark
+                assert(g.completed == g.states.drop(1).map(_.name), s"seed $seed: completed ${g.completed}")
+                val us = g.states.map(_.updateProgress).distinct
+                assert(us.size == 1, s"seed $seed: the members at one step after the restart: $us")
+            }
+          }
+      }
+      assert(failedAt >= 0, s"seed $seed: the armed failure happened")
+      g.finish()
+      reference.states.zip(g.states).foreach { case (r, s) =>
+        assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
+      }
+      assert(g.outcomes.map(comparable).sortBy(_._1) == reference.outcomes.map(comparable).sortBy(_._1),
+        s"seed $seed: outcomes")
     }
   }
 }

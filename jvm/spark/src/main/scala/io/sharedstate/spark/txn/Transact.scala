@@ -32,13 +32,6 @@ private[sharedstate] object Transact {
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
       state => StateSchemas.of(Coordinator.get.state(state).spec), logic)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
-    val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
-    // Refused, not warned: a new driver would reopen the State without the effects applied since its last
-    // snapshot, and plain updates replayed on top would be computed from the wrong values.
-    if (durable.nonEmpty) throw new SharedStateException(
-      s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root), and transactions are not journaled yet: " +
-        "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
-        "States (no root) for transactional queries (docs/transactions.md, Durability).")
     // With a durable member, the group keeps its steps and the tasks their staged batches under its root
     // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
     val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption

@@ -6,7 +6,7 @@ docs/transactions.md, "Durability": the members journal each group step (recorde
 the tasks log their staged transactions under the root, and the outcomes and batch bounds are kept in
 the query's checkpoint as they are decided.
 
-Each case takes 3-4 minutes (two Spark drivers). Like every test here that starts extra processes they
+Each case takes 1-4 minutes (two Spark drivers). Like every test here that starts extra processes they
 are marked `slow` (CI runs those); to keep CI's budget only SL seed 3 runs by default (it covers the
 most: two member States, a concurrent plain writer, outcomes, late transactions). The other cases run
 with:

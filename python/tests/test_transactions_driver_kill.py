@@ -1,14 +1,18 @@
 """kill -9 of the driver of a transactional query over durable States (TStream's four applications,
 randomised out-of-order input, SL beside a concurrent plain writer), mid-run, then a restart from
 the same checkpoints and root: the outcomes and the final States must equal the sequential oracle
-exactly (nothing lost, nothing applied or emitted twice).
+exactly (nothing lost, nothing applied or emitted twice). What makes it hold is in
+docs/transactions.md, "Durability": the members journal each group step (recorded as one step first),
+the tasks log their staged transactions under the root, and the outcomes and batch bounds are kept in
+the query's checkpoint as they are decided.
 
-Transactions are not durable across drivers yet (docs/transactions.md, "Durability"): a new driver
-loses the waiting transactions, the batch bounds and unemitted outcomes, and the States reopen
-without the effects applied after their last snapshot. Until that is
-built a transactional query refuses durable States, so this test is skipped; it is the acceptance
-test for that work (with the refusal taken out, it fails on the oracle: events never get an outcome
-after the restart)."""
+Each case takes 1-4 minutes (two Spark drivers). Like every test here that starts extra processes they
+are marked `slow` (CI runs those); to keep CI's budget only SL seed 3 runs by default (it covers the
+most: two member States, a concurrent plain writer, outcomes, late transactions). The other cases run
+with:
+
+    SHAREDSTATE_TXN_KILL_ALL=1 PYTHONPATH=python python -m pytest -q python/tests/test_transactions_driver_kill.py
+"""
 
 from __future__ import annotations
 
@@ -55,12 +59,18 @@ def _output_batches(workdir: Path) -> int:
     return len([p for p in meta.iterdir() if p.name.isdigit()]) if meta.is_dir() else 0
 
 
+_ALL = os.environ.get("SHAREDSTATE_TXN_KILL_ALL") == "1"
+_MORE = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not _ALL, reason="one more driver-kill case: set SHAREDSTATE_TXN_KILL_ALL=1 (module docstring)"),
+]
+
+
 @pytest.mark.slow
-@pytest.mark.skip(
-    reason="transactions refuse durable States until they are journaled (docs/transactions.md, Durability); "
-    "this is the acceptance test for that work (issue 24)"
+@pytest.mark.parametrize(
+    "app,seed",
+    [("SL", 3)] + [pytest.param(app, seed, marks=_MORE) for app, seed in [("SL", 24), ("GS", 5), ("OB", 5), ("TP", 5)]],
 )
-@pytest.mark.parametrize("app,seed", [("SL", 3), ("SL", 24), ("GS", 5), ("OB", 5), ("TP", 5)])
 def test_kill_9_of_the_driver_then_restart_equals_the_sequential_oracle(workdir, app, seed):
     work = workload(app, seed)
     write_batches(workdir / "in", arrival_batches(work.events, BATCHES))

@@ -60,6 +60,9 @@ final class State(val spec: StateSpec) {
   @volatile private var f: Long = EventTime.MinusInfinity
   private var lastFiniteU: Long = EventTime.MinusInfinity
   @volatile private var journal: StateJournal = null
+  // A member of a transaction group replayed from its journal: U may not pass the group's U the journal
+  // recorded (see StateReplay.groupJoined); PlusInfinity = not held. Released when the State joins a group.
+  @volatile private var heldAt: Long = EventTime.PlusInfinity
   @volatile private var feed: ChangeFeed = null // while a change subscription is open
   /** Pairs per partition the change feed holds for its slowest subscription (tests make it small). */
   private[core] var changeFeedCapacity: Int = ChangeFeed.DefaultCapacity
@@ -732,6 +735,7 @@ final class State(val spec: StateSpec) {
   private[core] def replayCommit(writer: String, epoch: Long, uAtCommit: Long, writerProgress: Long, finish: Boolean,
       tasks: Seq[UpdateBatch]): Seq[RejectedUpdate] = underCommitLock {
     if (!updateTracker.isRegistered(writer)) updateTracker.register(writer, EventTime.MinusInfinity)
+    if (heldAt != EventTime.PlusInfinity) heldAt = math.max(heldAt, uAtCommit)
     val (accepted, rejected) = admit(writer, epoch, tasks, uAtCommit)
     lastEpoch(writer) = math.max(lastEpoch.getOrElse(writer, -1L), epoch)
     updateTracker.report(writer, math.max(updateTracker.progressOf(writer).get, writerProgress))
@@ -751,6 +755,21 @@ final class State(val spec: StateSpec) {
     updateTracker.deregister(writer)
     lastEpoch -= writer
     publishProgress(updateTracker.current)
+    drainStepRejected()
+  }
+
+  private[core] def replayGroupJoined(at: Long): Seq[RejectedUpdate] = underCommitLock {
+    heldAt = at
+    drainStepRejected()
+  }
+
+  // A group advance replayed: `applyRound` applies what the step applied below `newU`, then U is published.
+  private[core] def replayAdvance(newU: Long)(applyRound: => Unit): Seq[RejectedUpdate] = underCommitLock {
+    if (newU > u) {
+      applyRound
+      publishGroupProgress(newU)
+    }
+    heldAt = if (heldAt == EventTime.PlusInfinity) newU else math.max(heldAt, newU)
     drainStepRejected()
   }
 
@@ -899,7 +918,7 @@ final class State(val spec: StateSpec) {
   private def publishProgress(newU: Long): Unit = {
     val g = group
     if (g != null) g.advance()
-    else applyAndPublish(newU)
+    else applyAndPublish(math.min(newU, heldAt))
   }
 
   /** Applies this State's staged updates below `newU` on its own (no transaction), then publishes U. */
@@ -962,8 +981,10 @@ final class State(val spec: StateSpec) {
   private[core] def joinGroup(g: ProgressGroup, lock: ReentrantLock): Unit = underCommitLock {
     if (group != null) throw new SharedStateException(
       s"State '${spec.name}' is already in transaction group '${group.name}'; a State belongs to at most one group.")
+    if (journal != null) journal.groupJoined(g.name, u)
     group = g
     commitLock = lock
+    heldAt = EventTime.PlusInfinity
   }
 
   /** Leaves the group: U is this State's own again (from its next progress event). */
@@ -985,6 +1006,13 @@ final class State(val spec: StateSpec) {
   private[core] def rejectApplied(r: RejectedUpdate): Unit = reject(r)
 
   private[core] def drainPendingFetches(): Unit = drainPending()
+
+  /** Whether a journal records this State's steps (then a group journals the pairs its rounds put here). */
+  private[core] def journaled: Boolean = journal != null
+
+  /** Journals an advance of the group's U (with the pairs its round put here), before it is published here. */
+  private[core] def journalGroupAdvance(applied: GroupAdvance): Unit =
+    if (journal != null) journal.groupAdvanced(applied)
 
   private[core] def partitionsInternal: Array[StatePartition] = parts
 }

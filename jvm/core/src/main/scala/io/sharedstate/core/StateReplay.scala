@@ -25,6 +25,26 @@ final class StateReplay(state: State) {
 
   def deregistered(writer: String): Seq[RejectedUpdate] = { check(); state.replayDeregistered(writer) }
 
+  /**
+   * The State joined a transaction group at `updateProgress`: from here on its U is held at the U its
+   * journal recorded (each advance of the group), not its own writers' (alone, they would let it apply
+   * plain updates past the group's transactions), and stays held after the replay until the State joins
+   * a group again.
+   */
+  def groupJoined(updateProgress: Long): Seq[RejectedUpdate] = { check(); state.replayGroupJoined(updateProgress) }
+
+  /**
+   * An advance of the State's group: the plain updates below `advance.updateProgress` and the pairs the
+   * transactions put, per key in (time, tie) order, as the step applied them; then that U is published.
+   */
+  def groupAdvanced(advance: GroupAdvance): Seq[RejectedUpdate] = {
+    check()
+    state.replayAdvance(advance.updateProgress) {
+      if (advance.pairs.isEmpty) state.applyAndPublish(advance.updateProgress)
+      else txn.TransactionRound.replay(state, advance)
+    }
+  }
+
   /** Ends the replay: the State is ready for writers and readers. */
   def finish(): Unit = { check(); done = true; state.replayFinish() }
 

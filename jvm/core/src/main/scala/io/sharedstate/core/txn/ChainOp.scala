@@ -23,6 +23,12 @@ private[sharedstate] object ChainOp {
   /** Write `index` of `run`'s write set: waits for the transaction's decision. */
   final class Write(val run: TransactionRun, index: Int) extends ChainOp(run.time, 1, run.rank.toLong, 1, index)
 
+  /**
+   * A pair a transaction put, replayed from the journal (see [[TransactionRound.replay]]): ordered like
+   * the transaction's write it was, `sequence` = its position in the journaled round.
+   */
+  final class Put(time: Long, sequence: Long, val value: Array[Byte]) extends ChainOp(time, 1, sequence, 1, 0)
+
   val Order: java.util.Comparator[ChainOp] = (a: ChainOp, b: ChainOp) => {
     var c = java.lang.Long.compare(a.time, b.time)
     if (c == 0) c = Integer.compare(a.cls, b.cls)

@@ -19,7 +19,8 @@ private[sharedstate] final class OperationChain(
     val partition: StatePartition,
     val key: Key,
     ops: Array[ChainOp],
-    horizon: Long) {
+    horizon: Long,
+    journaled: Boolean = false) {
   private var cursor = 0
   private var before: ValueSet = null
   private var builder: ValueSet.Builder = null
@@ -28,6 +29,8 @@ private[sharedstate] final class OperationChain(
   private val rule = partition.updateRule
   private val readsPrevious = rule.readsPrevious
   private[txn] val rejected = ArrayBuffer.empty[RejectedUpdate]
+  // `journaled`: the pairs transactions put, in put order, for the State's journal.
+  private[txn] val transactionPuts: ArrayBuffer[(Long, Array[Byte])] = if (journaled) ArrayBuffer.empty else null
 
   def size: Int = ops.length
 
@@ -51,12 +54,13 @@ private[sharedstate] final class OperationChain(
           if (!op.run.decided && op.run.park(this)) parked = true
           else {
             op.run.writeAt(op.index) match {
-              case WriteValue.Put(v) => put(op.time, v)
-              case WriteValue.Delete => put(op.time, ValueSet.Deleted)
+              case WriteValue.Put(v) => putWritten(op.time, v)
+              case WriteValue.Delete => putWritten(op.time, ValueSet.Deleted)
               case WriteValue.Keep =>
             }
             cursor += 1
           }
+        case op: ChainOp.Put => put(op.time, op.value); cursor += 1
       }
     }
     !parked
@@ -84,6 +88,11 @@ private[sharedstate] final class OperationChain(
     }
 
   private def put(t: Long, v: Array[Byte]): Unit = { builder.put(t, v); puts += ((t, v)) }
+
+  private def putWritten(t: Long, v: Array[Byte]): Unit = {
+    put(t, v)
+    if (transactionPuts != null) transactionPuts += ((t, v))
+  }
 
   /** Publishes the chain's pairs (after it ran to the end); nothing when it put none. */
   def publish(): Unit = if (puts.nonEmpty) {

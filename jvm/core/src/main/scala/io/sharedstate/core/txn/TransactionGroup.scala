@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{EventTime, ProgressGroup, RejectedUpdate, SharedStateException, State}
+import io.sharedstate.core.{EventTime, GroupAdvance, ProgressGroup, RejectedUpdate, SharedStateException, State}
 import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executor}
 import java.util.concurrent.locks.ReentrantLock
 import scala.collection.mutable
@@ -26,8 +26,14 @@ import scala.jdk.CollectionConverters._
  * group's U then is late and goes to [[rejectedTransactions]] (and [[drainLate]], and the rejected log of
  * each member it writes); the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
  *
- * Not journaled: a member's plain updates are journaled as before, the group's transactions are not
- * (a durable caller re-stages and re-commits them from its own log).
+ * Journaled in part: a member with a journal records joining the group, and each advance of U before
+ * it is published, with the pairs the step's transactions put in it
+ * ([[io.sharedstate.core.StateJournal.groupAdvanced]]), so the member replays alone to the same values
+ * and U; its plain updates are journaled as before. Staged and waiting transactions are not (a durable
+ * caller re-stages and re-commits them from its own log). A durable caller also gets each step's
+ * outcomes before anything of the step is journaled ([[onDecided]]) and records each step's advances
+ * before the members journal them ([[recordSteps]]), so a step a kill cut between two members'
+ * journal commits is completed at the restart ([[completeStep]]).
  */
 final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
     extends ProgressGroup {
@@ -49,6 +55,8 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
   private val rejected = new ConcurrentLinkedQueue[RejectedTransaction]()
   private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
+  @volatile private var decidedHook: TransactionGroup.Decided = null // set: outcomes go there, not to the queues
+  @volatile private var stepRecord: TransactionGroup.StepRecord = null
   // A final State (U = +infinity: every writer finished, e.g. a bulk load) would make every transaction
   // late, and reopening it inside a group would move one U back for all members: refused, naming it.
   private val finalMembers = states.filter(_.updateProgress == EventTime.PlusInfinity).map(_.name)
@@ -148,7 +156,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
       } else {
         val uNow = u
         var accepted = 0
-        var late = 0
+        val lateOnes = ArrayBuffer.empty[RejectedTransaction]
         tasks.foreach { case (task, batch) =>
           var i = 0
           while (i < batch.size) {
@@ -156,11 +164,17 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
             val id = TransactionId(writer, epoch, task, i)
             if (txn.time < uNow) {
               val r = RejectedTransaction(id, txn.time, RejectedTransaction.Late, uNow, txn.payload)
-              rejected.add(r); this.late.add(r); lateIn(r, txn); late += 1
+              rejected.add(r); lateOnes += r; lateIn(r, txn)
             } else { waiting += ((id, txn)); accepted += 1 }
             i += 1
           }
         }
+        // Handed out before the members journal the commit: a restart recommits an epoch no member has.
+        if (lateOnes.nonEmpty) {
+          val hook = decidedHook
+          if (hook != null) hook.decided(IndexedSeq.empty, lateOnes.toIndexedSeq) else lateOnes.foreach(this.late.add)
+        }
+        val late = lateOnes.size
         staging.keySet.asScala.filter { case (w, e) => w == writer && e < epoch }.foreach(staging.remove)
         lastEpoch(writer) = epoch
         states.foreach(s => s.commitEpochLocked(writer, epoch, progress, payloads.getOrElse(s.name, null), finish))
@@ -170,6 +184,71 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     }
     drainPendingFetches()
     out
+  }
+
+  /**
+   * After a restart (a new group over members rebuilt from their journals): the transactions of an
+   * epoch of `writer` that the members committed before this group existed, per task in the order
+   * staged (as the caller journaled them). Those not final yet (time >= U) wait again with their ids
+   * (each was accepted: U at its commit was at most U now); the others were applied, or rejected as
+   * late, then. The group treats the epoch as committed from now on; an epoch it already committed
+   * (or restored) changes nothing. Returns how many wait again.
+   */
+  def restoreCommitted(writer: String, epoch: Long, tasks: Seq[(Int, TransactionBatch)]): Int = underLock {
+    states.foreach { s =>
+      if (s.lastCommittedEpoch(writer) < epoch) throw new SharedStateException(
+        s"Transaction group '$name': epoch $epoch of writer '$writer' is not committed on State '${s.name}' " +
+          s"(its last: ${s.lastCommittedEpoch(writer)}); stage and commit it instead of restoring it.")
+    }
+    if (epoch <= lastEpoch.getOrElse(writer, -1L)) 0
+    else {
+      var restored = 0
+      tasks.sortBy(_._1).foreach { case (task, batch) =>
+        var i = 0
+        while (i < batch.size) {
+          val txn = batch(i)
+          batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+          if (txn.time >= u) { waiting += ((TransactionId(writer, epoch, task, i), txn)); restored += 1 }
+          i += 1
+        }
+      }
+      lastEpoch(writer) = epoch
+      restored
+    }
+  }
+
+  // ---- durability hooks ----
+
+  /**
+   * From now on each step's outcomes, and each epoch's late transactions, go to `hook` (on the
+   * committing thread, under the group's lock) instead of [[drainOutcomes]] and [[drainLate]]: before
+   * anything of that step is journaled in a member, so a caller that keeps them durably loses none.
+   */
+  def onDecided(hook: TransactionGroup.Decided): Unit = underLock { decidedHook = hook }
+
+  /**
+   * From now on each advance of U hands `record` every journaled member's advance (its U and the pairs
+   * put in it) before any member journals its own; see [[completeStep]].
+   */
+  def recordSteps(record: TransactionGroup.StepRecord): Unit = underLock { stepRecord = record }
+
+  /**
+   * After a restart, before any writer commits: a kill between two members' journal commits of one
+   * advance leaves members one step apart (a step moves U of all of them, so never more). Each member
+   * below the group's U whose advance to it is in `recorded` (the last step [[recordSteps]] handed out,
+   * by member name) is brought to it: journaled, then applied as replay applies it. A recorded step
+   * below the group's U was journaled by every member (nothing to complete). Returns the members
+   * completed.
+   */
+  def completeStep(recorded: Map[String, GroupAdvance]): Seq[String] = underLock {
+    states.filter(_.updateProgress < u).flatMap { s =>
+      recorded.get(s.name).filter(_.updateProgress == u).map { advance =>
+        s.journalGroupAdvance(advance)
+        if (advance.pairs.isEmpty) s.applyAndPublish(u)
+        else { TransactionRound.replay(s, advance); s.publishGroupProgress(u) }
+        s.name
+      }
+    }
   }
 
   // ---- results ----
@@ -203,14 +282,31 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     val newU = states.map(_.writersProgress).min
     if (newU > u) {
       val (ready, later) = waiting.partition(_._2.time < newU)
-      if (ready.isEmpty) states.foreach(_.applyAndPublish(newU))
-      else {
+      if (ready.isEmpty) {
+        journalStep(states.filter(_.journaled).map(_ -> GroupAdvance(newU, IndexedSeq.empty)))
+        states.foreach(_.applyAndPublish(newU))
+      } else {
         waiting.clear(); waiting ++= later
-        round.run(newU, ready.toIndexedSeq).foreach(outcomes.add)
+        round.run(
+          newU,
+          ready.toIndexedSeq,
+          decided = os => {
+            val hook = decidedHook
+            if (hook != null) hook.decided(os, IndexedSeq.empty) else os.foreach(outcomes.add)
+          },
+          journal = journalStep
+        )
         states.foreach(_.publishGroupProgress(newU))
       }
       u = newU
     }
+  }
+
+  // Each journaled member's advance: recorded as one step first, then journaled member by member.
+  private def journalStep(advances: IndexedSeq[(State, GroupAdvance)]): Unit = {
+    val record = stepRecord
+    if (record != null && advances.nonEmpty) record.stepping(advances.map { case (s, a) => s.name -> a })
+    advances.foreach { case (s, a) => s.journalGroupAdvance(a) }
   }
 
   // A late transaction goes to the rejected log of each member it would have written, once per key
@@ -239,4 +335,18 @@ object TransactionGroup {
 
   /** What [[TransactionGroup.commitEpoch]] did: transactions accepted and rejected as late, U after it. */
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)
+
+  /** Where a durable caller keeps what the group decides (see [[TransactionGroup.onDecided]]). */
+  trait Decided {
+
+    /** A step's outcomes (in (time, id) order) or an epoch's late transactions; it may throw to stop the step. */
+    def decided(outcomes: IndexedSeq[TransactionOutcome], late: IndexedSeq[RejectedTransaction]): Unit
+  }
+
+  /** Where a durable caller records a step before the members journal it (see [[TransactionGroup.recordSteps]]). */
+  trait StepRecord {
+
+    /** The step's advance of each journaled member, by name; it may throw to stop the step. */
+    def stepping(advances: IndexedSeq[(String, GroupAdvance)]): Unit
+  }
 }

@@ -155,6 +155,26 @@ class TransactionGroupSuite extends AnyFunSuite {
     assert(e2.getMessage.contains("cannot reopen it"))
   }
 
+  test("restoring a committed epoch after a restart: the transactions not final wait again, once; others are refused") {
+    val s = new State(spec("rs"))
+    val g = new TransactionGroup("r1", Seq(s))
+    g.registerWriter("w")
+    g.stage("w", 0, 0, batch(new Transaction(5, IndexedSeq.empty, IndexedSeq(key("rs", 1)), PutAll(1))))
+    g.commitEpoch("w", 0, 10) // applies the transaction at 5: U = 10
+    g.close()
+    // A new group over the member, as after a restart: epoch 0 holds one final and one waiting transaction.
+    val again = new TransactionGroup("r2", Seq(s))
+    val tasks = Seq(0 -> batch(new Transaction(5, IndexedSeq.empty, IndexedSeq(key("rs", 1)), PutAll(1)),
+      new Transaction(20, IndexedSeq(key("rs", 1)), IndexedSeq(key("rs", 2)), PutAll(2))))
+    assert(again.restoreCommitted("w", 0, tasks) == 1 && again.waitingTransactions == 1)
+    assert(again.restoreCommitted("w", 0, tasks) == 0, "an epoch restored once is not restored again")
+    val e = intercept[SharedStateException](again.restoreCommitted("w", 1, tasks))
+    assert(e.getMessage.contains("epoch 1 of writer 'w' is not committed on State 'rs'"))
+    again.finishWriter("w")
+    assert(again.drainOutcomes().map(o => (o.id, o.committed)) == Seq((TransactionId("w", 0, 0, 1), true)))
+    assert(value(s, 2, 30).contains(2L) && value(s, 1, 30).contains(1L))
+  }
+
   test("a fetch waiting on a member is answered by the group's commit; the member's change feed gets the writes") {
     val a = new State(spec("fa")); val b = new State(spec("fb"))
     val g = new TransactionGroup("f", Seq(a, b))

@@ -9,7 +9,8 @@ import scala.jdk.CollectionConverters._
  * Partitions 0..n-1 hold every update a writer task sent, accepted or not (the decision is made at
  * the epoch's commit and is reproduced on replay from the commit's U). Partition -1 holds the rows
  * that belong to no State partition: the progress events (register, commit, finish, deregister) and
- * the updates rejected in the task for a null key. Times are microseconds since the epoch (UTC);
+ * the updates rejected in the task for a null key; and the pairs a transaction group's rounds put in
+ * the State (see [[Events.GroupAdvance]]). Times are microseconds since the epoch (UTC);
  * -/+ infinity are Long.MinValue/Long.MaxValue.
  */
 private[sharedstate] object ChangelogSchema {
@@ -35,7 +36,20 @@ private[sharedstate] object ChangelogSchema {
     val Commit = "commit"
     val Finish = "finish"
     val Deregister = "deregister"
+
+    /** The State joined a transaction group (writer = the group's name) at U `update_progress`. */
+    val GroupJoin = "group_join"
+
+    /**
+     * The State's transaction group advanced U to `update_progress`; the pairs its transactions put in
+     * that step (if any) are rows of the State's partitions with writer [[AppliedWriter]] and epoch =
+     * this event's `commit_seq` (the event's own writer and epoch too), `seq` their order in the step.
+     */
+    val GroupAdvance = "group_advance"
   }
+
+  /** The writer column of the pairs transactions put (no writer is named so: a writer is a query id or bulk load). */
+  val AppliedWriter = "(transactions)"
 
   /** The columns of the Parquet files (the partition column lives in the Delta log, not in the files). */
   val physical: StructType = new StructType(Seq(

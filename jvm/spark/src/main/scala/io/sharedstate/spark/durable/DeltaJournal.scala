@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{JournalCommit, RejectedUpdate, SharedStateException, StateJournal}
-import ChangelogSchema.{Events, JournalPartition}
+import io.sharedstate.core.{GroupAdvance, JournalCommit, Key, RejectedUpdate, SharedStateException, StateJournal}
+import ChangelogSchema.{AppliedWriter, Events, JournalPartition}
 
 /**
  * The journal of a durable State: every progress event becomes a row of the changelog's journal
@@ -73,6 +73,30 @@ private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog
     committedVersion = log.commitFiles(eventFile(Seq(event(Events.Deregister, writer, -1L))))
   }
 
+  override def groupJoined(group: String, updateProgress: Long): Unit = {
+    checkHealthy()
+    committedVersion =
+      log.commitFiles(eventFile(Seq(event(Events.GroupJoin, group, -1L, updateProgress = updateProgress))))
+  }
+
+  // The pairs in their State partitions and the event in one Delta transaction. The step's pairs are
+  // already in the State (U is not published yet): a failure leaves them undurable, so, as for the
+  // rejected table, the State takes no further commit until it is reopened.
+  override def groupAdvanced(advance: GroupAdvance): Unit = {
+    checkHealthy()
+    try {
+      val at = seq
+      val rows = advance.pairs.iterator.zipWithIndex.map { case (p, i) =>
+        val partition = new Key(p.key).partition(target.partitionCount)
+        ChangelogRow(partition, AppliedWriter, at, -1, i, p.key, java.lang.Long.valueOf(p.time), p.value)
+      }.toIndexedSeq
+      val files = rows.groupBy(_.partition).toSeq.sortBy(_._1).flatMap { case (p, rs) => target.write(p, rs) }
+      val events =
+        eventFile(Seq(event(Events.GroupAdvance, AppliedWriter, at, updateProgress = advance.updateProgress)))
+      committedVersion = log.commitFiles(files ++ events)
+    } catch { case e: Exception => broken = Some(e); throw e }
+  }
+
   // The step's rejections, tagged with its last event; a step without an event of its own (none in a
   // durable State's normal life) is appended unguarded.
   override def updatesRejected(rejected: Seq[RejectedUpdate]): Unit = {
@@ -96,7 +120,8 @@ private[sharedstate] final class DeltaJournal(state: String, log: DeltaChangelog
     lease.checkHeldWithMargin(s"State '$state' (changelog ${log.path})")
     broken.foreach { e =>
       throw new SharedStateException(
-        s"State '$state': writing its rejected updates to ${rejectedTable.path} failed " +
+        s"State '$state': writing its rejected updates to ${rejectedTable.path} or its transactions' pairs to " +
+          s"${log.path} failed " +
           s"(${e.getMessage}); the State takes no further commits in this application. Reopen it (State.get) to recover " +
           "them from the changelog.",
         e

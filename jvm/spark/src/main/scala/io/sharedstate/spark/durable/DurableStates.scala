@@ -11,6 +11,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.scheduler.{SparkListener, SparkListenerApplicationEnd}
 import org.apache.spark.sql.SparkSession
+import scala.util.control.NonFatal
 
 /**
  * The durable States of this application: each keeps its Delta tables under a root directory
@@ -338,14 +339,28 @@ private[sharedstate] object DurableStates extends Logging {
     }
   }
 
+  private val beforeRelease = new ConcurrentHashMap[String, () => Unit]()
+
+  /**
+   * Runs `hook` (once per `name`) when the application ends, before its leases are let go: a last commit
+   * that must reach every State (transactions commit an epoch on each member of a group) is made with
+   * every lease still held, not refused on the members released first.
+   */
+  def beforeLeasesRelease(name: String, hook: () => Unit): Unit = beforeRelease.putIfAbsent(name, hook)
+
   // When the application ends, its leases are let go, so the next application takes the roots at once.
   private def releaseLeasesAtEnd(spark: SparkSession): Unit = {
     val sc = spark.sparkContext
     if (!listening.contains(sc)) {
       listening = Some(sc)
       sc.addSparkListener(new SparkListener {
-        override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit =
+        override def onApplicationEnd(end: SparkListenerApplicationEnd): Unit = {
+          beforeRelease.forEach { (name, hook) =>
+            try hook()
+            catch { case NonFatal(e) => logWarning(s"$name: the last step before the leases are released failed", e) }
+          }
           open.keySet.toArray(Array.empty[String]).foreach(forget)
+        }
       })
     }
   }

@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{JournalCommit, SharedStateException, StateJournal}
+import io.sharedstate.core.{GroupAdvance, JournalCommit, SharedStateException, StateJournal}
 
 /**
  * The journal of a State this application opened read-only: the State calls its journal before any
@@ -13,6 +13,9 @@ private[sharedstate] final class ReadOnlyJournal(state: String, root: String, wh
     refuse(s"epoch ${c.epoch} of writer '${c.writer}' cannot commit")
   override def writerFinished(writer: String): Unit = refuse(s"writer '$writer' cannot finish")
   override def writerDeregistered(writer: String): Unit = refuse(s"writer '$writer' cannot deregister")
+  override def groupJoined(group: String, updateProgress: Long): Unit =
+    refuse(s"it cannot join transaction group '$group'")
+  override def groupAdvanced(advance: GroupAdvance): Unit = refuse("its transaction group cannot advance")
 
   def refuse(what: String): Nothing = throw ReadOnlyJournal.error(state, root, why, what)
 }

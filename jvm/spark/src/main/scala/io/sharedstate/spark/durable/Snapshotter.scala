@@ -162,7 +162,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
         DeltaTable.forPath(spark, snapshots.path).delete(snapshotCondition)
         keepFrom.foreach { case (p, id) => known(p) = known(p).filter(_.id >= id) }
       }
-      val commits = log.readPartition(JournalPartition).filter(_.event == Events.Commit)
+      // An applied round's pairs are trimmed like an epoch's updates (its event's writer and epoch are theirs).
+      val commits =
+        log.readPartition(JournalPartition).filter(e => e.event == Events.Commit || e.event == Events.GroupAdvance)
       val perPartition = keepFrom.toSeq.flatMap { case (p, id) =>
         val covered = commits.filter(_.commitSeq.longValue <= id).groupBy(_.writer).map { case (w, cs) =>
           w -> cs.map(_.epoch).max

@@ -1,8 +1,8 @@
 package io.sharedstate.spark.durable
 
-import io.sharedstate.core.{EventTime, RejectedUpdate, State, StateReplay, UpdateBatch}
+import io.sharedstate.core.{EventTime, GroupAdvance, RejectedUpdate, State, StateReplay, UpdateBatch}
 import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
-import ChangelogSchema.{Events, JournalPartition}
+import ChangelogSchema.{AppliedWriter, Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
 import java.util.concurrent.atomic.AtomicInteger
 
@@ -122,9 +122,16 @@ private[sharedstate] object StateRecovery {
       state: State, rows: Seq[ChangelogRow], after: Long, holdsUpTo: Int => Long, path: String): Replayed = {
     val (allEvents, allUpdates) = rows.partition(_.isEvent)
     val events = allEvents.filter(_.commitSeq.longValue > after)
-    val commitSeq = events.filter(_.event == Events.Commit).map(e => (e.writer, e.epoch) -> e.commitSeq.longValue).toMap
-    val updates = allUpdates.filter { r =>
+    // An applied round's pairs are keyed like an epoch's updates: its event's writer (AppliedWriter) and
+    // epoch (the event's commit_seq).
+    val commitSeq = events.filter(e => e.event == Events.Commit || e.event == Events.GroupAdvance)
+      .map(e => (e.writer, e.epoch) -> e.commitSeq.longValue).toMap
+    val (pairs, updates) = allUpdates.filter { r =>
       commitSeq.get((r.writer, r.epoch)).exists(s => r.partition == JournalPartition || s > holdsUpTo(r.partition))
+    }.partition(_.writer == AppliedWriter)
+    // commit_seq -> the pairs its round put, in the round's order
+    val rounds = pairs.groupBy(_.epoch).map { case (at, rs) =>
+      at -> rs.sortBy(_.seq).map(r => GroupAdvance.Pair(r.key, r.timestamp.longValue, r.value)).toIndexedSeq
     }
     // (writer, epoch) -> task -> updates in the order the task sent them
     val epochs = updates.groupBy(r => (r.writer, r.epoch)).map { case (id, rs) =>
@@ -139,6 +146,10 @@ private[sharedstate] object StateRecovery {
             epochs.getOrElse((e.writer, e.epoch), Nil))
         case Events.Finish => replay.finished(e.writer)
         case Events.Deregister => replay.deregistered(e.writer)
+        case Events.GroupJoin => replay.groupJoined(e.updateProgress.longValue)
+        case Events.GroupAdvance =>
+          replay.groupAdvanced(GroupAdvance(e.updateProgress.longValue,
+              rounds.getOrElse(e.commitSeq.longValue, IndexedSeq.empty)))
         case other => throw new IllegalStateException(s"Unknown event '$other' in the changelog at $path")
       }
       rejected.map(e.commitSeq.longValue -> _)

@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils.toAttributes
 import org.apache.spark.sql.functions.{col, expr, lit}
 import org.apache.spark.sql.sharedstate.PlanFrames
 import org.apache.spark.sql.types.{LongType, Metadata, TimestampType}
+import org.apache.spark.util.SerializableConfiguration
 
 /**
  * State transactions over a stream of events (TStream): each event reads keys of one or more States,
@@ -31,14 +32,13 @@ private[sharedstate] object Transact {
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
       state => StateSchemas.of(Coordinator.get.state(state).spec), logic)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
-    val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
-    // Refused, not warned: a new driver would reopen the State without the effects applied since its last
-    // snapshot, and plain updates replayed on top would be computed from the wrong values.
-    if (durable.nonEmpty) throw new SharedStateException(
-      s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root), and transactions are not journaled yet: " +
-        "a new driver would reopen them without the transactions' effects since their last snapshot. Use in-memory " +
-        "States (no root) for transactional queries (docs/transactions.md, Durability).")
-    val group = TransactionGroups.of(program.states)
+    // With a durable member, the group keeps its steps and the tasks their staged batches under its root
+    // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
+    val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption
+    val conf = new SerializableConfiguration(events.sparkSession.sessionState.newHadoopConf())
+    val group = TransactionGroups.of(program.states,
+      name => root.map(r => new GroupStepLog(StagedTransactionLog.under(r, name, conf).directory, conf.value)))
+    val log = root.map(StagedTransactionLog.under(_, group.name, conf))
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)
     val name = TransactionRows.name(group.name,
@@ -47,7 +47,8 @@ private[sharedstate] object Transact {
     val observed = events.observe(name, expr(s"unix_micros(max(${quoted(time)}))").as(TransactionRows.MaxEventMicros))
     val input = withTickColumns(observed).union(progressTicks(events, group.states.head.name, name))
     val child = input.queryExecution.analyzed
-    val node = TransactionNode(program, timeOrdinal, group.name, name, latenessMicros, outcomes, child.output, output,
+    val node = TransactionNode(program, timeOrdinal, group.name, name, latenessMicros, outcomes, log, child.output,
+      output,
       child)
     TransactionListener.ensure(events.sparkSession)
     PlanFrames.of(events.sparkSession, node)

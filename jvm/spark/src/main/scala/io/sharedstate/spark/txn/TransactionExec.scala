@@ -18,7 +18,8 @@ import scala.collection.mutable.ArrayBuffer
  * then emits its share of the outcomes that B's bound makes final (see [[TransactionRuns]]):
  * those whose (task + position) mod m is i, in (time, id) order. The events wait in the engine,
  * not in files: a transaction is kept by its group until U passes it, and its outcome by
- * [[TransactionRuns]] until the batch that emitted it is behind.
+ * [[TransactionRuns]] until the batch that emitted it is behind; with a durable member, each task also
+ * keeps its events in the group's [[StagedTransactionLog]].
  */
 private[sharedstate] final case class TransactionExec(program: TransactionProgram, timeOrdinal: Int,
     node: TransactionRuns.Node, output: Seq[Attribute], child: SparkPlan)
@@ -40,13 +41,20 @@ private[sharedstate] final case class TransactionExec(program: TransactionProgra
       val events = UnsafeProjection.create(program.eventSchema)
       val out = new TransactionRows.Writer(program)
       val staged = new TransactionBatch
+      val logged = ArrayBuffer.empty[(Long, Array[Byte])] // with a staged log: (time, event bytes) as staged
       val rejected = ArrayBuffer.empty[InternalRow]
       // The tick rows (non-null U past the event columns) only make Spark run a batch when U moves.
       rows.filter(_.isNullAt(width)).foreach { r =>
         val event = events(r).copy()
         if (event.isNullAt(timeOrdinal)) { if (node.outcomes) rejected += out.nullTime(event).copy() }
-        else staged.add(program.transaction(event, event.getLong(timeOrdinal)))
+        else {
+          val time = event.getLong(timeOrdinal)
+          staged.add(program.transaction(event, time))
+          if (node.log.isDefined) logged += ((time, event.getBytes))
+        }
       }
+      // Kept before the task ends, so before Spark can commit the batch (a retry replaces it).
+      node.log.foreach(_.writeTask(writer, batch, part, logged.toSeq))
       TransactionGroups.named(node.group).stage(writer, batch, part, staged)
       val mine =
         if (!node.outcomes) Iterator.empty

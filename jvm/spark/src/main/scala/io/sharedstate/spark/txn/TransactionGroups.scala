@@ -4,6 +4,7 @@ import io.sharedstate.spark.cluster.{Coordinator, LocalCoordinator}
 
 import io.sharedstate.core.SharedStateException
 import io.sharedstate.core.txn.TransactionGroup
+import org.apache.spark.internal.Logging
 import scala.collection.mutable
 
 /**
@@ -13,11 +14,16 @@ import scala.collection.mutable
  * and a later query uses it when its States are all in it. A group whose States were dropped or
  * created again is closed and made anew.
  */
-private[sharedstate] object TransactionGroups {
+private[sharedstate] object TransactionGroups extends Logging {
   private val groups = mutable.Map.empty[String, TransactionGroup]
 
-  /** The group of `states` (each must exist), created on first use. */
-  def of(states: Seq[String]): TransactionGroup = synchronized {
+  /**
+   * The group of `states` (each must exist), created on first use. Its outcomes go to
+   * [[TransactionRuns.Decisions]]. `steps`: where a group with a durable member records its steps (by
+   * the group's name); a group created with it first completes the last recorded step on the members a
+   * kill left one step behind ([[TransactionGroup.completeStep]]).
+   */
+  def of(states: Seq[String], steps: String => Option[GroupStepLog] = _ => None): TransactionGroup = synchronized {
     states.foreach(Coordinator.get.state) // an unknown State fails here, naming the existing ones
     Coordinator.get match {
       case _: LocalCoordinator =>
@@ -33,6 +39,15 @@ private[sharedstate] object TransactionGroups {
       case Seq() =>
         val name = states.sorted.mkString("+")
         val g = new TransactionGroup(name, states.sorted.map(live))
+        try {
+          g.onDecided(TransactionRuns.Decisions)
+          steps(name).foreach { log =>
+            val completed = g.completeStep(log.last)
+            if (completed.nonEmpty) logInfo(s"Transaction group $name: completed the last step of a previous " +
+              s"driver on ${completed.mkString(", ")} (a kill came between the members' journal commits)")
+            g.recordSteps(log)
+          }
+        } catch { case e: Throwable => g.close(); throw e }
         groups(name) = g
         g
       case Seq(g) if states.forall(n => g.states.exists(_.name == n)) => g

@@ -19,7 +19,7 @@ import org.apache.spark.sql.streaming.StreamingQueryListener.{
 private[sharedstate] final class TransactionListener extends StreamingQueryListener {
   override def onQueryStarted(event: QueryStartedEvent): Unit =
     QueryListeners.nodesOf(event.id)(TransactionListener.nodesIn).foreach { case (query, nodes) =>
-      TransactionRuns.started(event.id.toString, query, nodes.map(_.node))
+      TransactionRuns.started(event.id.toString, query, nodes.map(n => n.node -> n.program))
     }
 
   override def onQueryProgress(event: QueryProgressEvent): Unit = TransactionRuns.catchUp(event.progress.id.toString)

@@ -1,9 +1,13 @@
 package io.sharedstate.spark.txn
 
+import io.sharedstate.spark.durable.DurableStates
+
 import io.sharedstate.core.EventTime
-import io.sharedstate.core.txn.{TransactionGroup, TransactionOutcome}
+import io.sharedstate.core.txn.{RejectedTransaction, TransactionGroup, TransactionOutcome}
 import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQuery
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
@@ -24,16 +28,23 @@ import scala.jdk.CollectionConverters._
  *    of the query's transactions with `from <= time < until`, where `until` is the group's U then and
  *    `from` the previous batch's `until`. U only grows, and each outcome is final once U passes it, so
  *    every outcome is emitted by exactly one batch, and a re-run of a batch (same id) emits the same.
- *  - **Outcomes.** The group hands out outcomes once ([[TransactionGroup.drainOutcomes]]); they are kept
- *    per writer until the batch after the one that emitted them is decided.
+ *  - **Outcomes.** The group hands each writer's outcomes out once, as it decides them ([[Decisions]]);
+ *    they are kept per writer ([[WriterOutcomes]]) until the batch after the one that emitted them is
+ *    decided. With a durable member they are kept in the query's checkpoint as they are decided, and so
+ *    is each batch's bound as it is fixed ([[TransactionOutcomeLog]]): a new driver emits what no
+ *    committed batch emitted, and a re-run batch its kept bound.
  */
 private[sharedstate] object TransactionRuns extends Logging {
 
-  /** One transactional operator of a query. */
-  final case class Node(name: String, group: String, latenessMicros: Long, outcomes: Boolean)
+  /** One transactional operator of a query; `log`: its group's staged log (a durable member), if any. */
+  final case class Node(name: String, group: String, latenessMicros: Long, outcomes: Boolean,
+      log: Option[StagedTransactionLog] = None)
 
-  /** What `batch` emits: the outcomes with `from <= time < until`, and the late transactions it took. */
-  final case class Bound(batch: Long, from: Long, until: Long)
+  /**
+   * What `batch` emits: the outcomes with `from <= time < until`, and the late transactions it took
+   * (those its writer's records up to `decidedThrough` hold, see [[WriterOutcomes]]).
+   */
+  final case class Bound(batch: Long, from: Long, until: Long, decidedThrough: Long = -1L)
 
   private final class Run(val id: String, val query: StreamingQuery, val nodes: Seq[Node]) {
     def writer(n: Node): String = writerId(id, n.name)
@@ -44,24 +55,61 @@ private[sharedstate] object TransactionRuns extends Logging {
   private val runs = new ConcurrentHashMap[String, Run]()
   private val bounds = new ConcurrentHashMap[String, Bound]()
   private val lastBound = new ConcurrentHashMap[String, (Long, Long)]() // query|node -> (batch, until)
-  private val buffers = new ConcurrentHashMap[String, mutable.ArrayBuffer[TransactionOutcome]]()
-  // Per writer (with outcomes), the outcomes of its late transactions: (the batch that emits it, or
-  // -1 until a batch of the writer fixes its bound and takes it, the outcome).
-  private val lateBuffers = new ConcurrentHashMap[String, mutable.ArrayBuffer[(Long, TransactionOutcome)]]()
+  private val outcomesOf = new ConcurrentHashMap[String, WriterOutcomes]() // per writer with outcomes
   // Batches of a node older than this are forgotten (Spark re-runs only the last one).
   private val Kept = 8
 
   def writerId(query: String, node: String): String = s"txn:$node:$query"
 
-  /** On the stream thread, before the first batch: registers (or resumes) each node's writer. */
-  def started(queryId: String, query: StreamingQuery, nodes: Seq[Node]): Unit = {
-    val run = new Run(queryId, query, nodes)
-    nodes.foreach { n =>
-      if (n.outcomes) {
-        buffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
-        lateBuffers.putIfAbsent(run.writer(n), mutable.ArrayBuffer.empty)
+  /**
+   * On the stream thread, before the first batch: registers (or resumes) each node's writer; with a
+   * staged log, gives the group back what a previous driver's group held of the writer (see
+   * [[StagedTransactionLog.resume]]; in the same application it changes nothing).
+   */
+  def started(queryId: String, query: StreamingQuery, nodes: Seq[(Node, TransactionProgram)]): Unit = {
+    val run = new Run(queryId, query, nodes.map(_._1))
+    val execution = query match {
+      case q: StreamingQueryWrapper => Some(q.streamingQuery)
+      case _ => None
+    }
+    // The last batch Spark committed: a logged epoch above it may be cut short, and Spark runs it again.
+    val sparkCommitted = execution.flatMap(_.commitLog.getLatestBatchId()).getOrElse(-1L)
+    nodes.foreach { case (n, program) =>
+      // First: resuming the writer below decides again. Kept in the checkpoint when the group is durable;
+      // a restart in this application keeps what it holds.
+      if (n.outcomes) outcomesOf.computeIfAbsent(
+        run.writer(n),
+        _ => {
+          val kept =
+            for (log <- n.log; e <- execution)
+              yield TransactionOutcomeLog.of(e.resolvedCheckpointRoot, n.name,
+                e.sparkSession.sessionState.newHadoopConf())
+          val outcomes = new WriterOutcomes(kept)
+          if (kept.isDefined) {
+            val resumed = outcomes.resume(sparkCommitted)
+            val key = s"$queryId|${n.name}"
+            resumed.foreach(b => bounds.put(s"$key|${b.batch}", b))
+            resumed.lastOption.foreach(b => lastBound.put(key, (b.batch, b.until)))
+          }
+          outcomes
+        }
+      )
+      val group = TransactionGroups.named(n.group)
+      group.registerWriter(run.writer(n))
+      n.log.foreach { log =>
+        // At the application's end the last commits come before the roots' leases are released: one
+        // member committed and another refused would leave the members a step apart.
+        DurableStates.beforeLeasesRelease("transactions", () => running.foreach(catchUp))
+        val width = program.eventSchema.length
+        val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
+          { (time, bytes) =>
+            val event = new UnsafeRow(width)
+            event.pointTo(bytes, bytes.length)
+            program.transaction(event, time)
+          })
+        logInfo(s"Transactions ${n.name}: resumed ${run.writer(n)} from ${log.directory}: $restored transaction(s) " +
+          s"waiting again, $recommitted epoch(s) committed again")
       }
-      TransactionGroups.named(n.group).registerWriter(run.writer(n))
     }
     runs.put(queryId, run)
   }
@@ -86,6 +134,10 @@ private[sharedstate] object TransactionRuns extends Logging {
           val current = group.states.head.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
           val watermark = run.maxSeen.get(n.name).map(_ - n.latenessMicros).getOrElse(EventTime.MinusInfinity)
           val out = group.commitEpoch(writer, p.batchId, math.max(current, watermark))
+          n.log.foreach(_.prune(writer, p.batchId, group.updateProgress))
+          for (o <- Option(outcomesOf.get(writer)); log <- o.log;
+            b <- Option(bounds.get(s"${run.id}|${n.name}|${p.batchId}")))
+            log.emitted(b, Kept)
           logDebug(s"Transactions ${n.name}: committed epoch ${p.batchId} of $writer: $out")
         }
         run.committed = p.batchId
@@ -98,45 +150,38 @@ private[sharedstate] object TransactionRuns extends Logging {
     val key = s"$query|${node.name}"
     Option(bounds.get(s"$key|$batch")).getOrElse {
       catchUp(query)
-      val group = TransactionGroups.named(node.group)
-      val until = group.updateProgress // read before draining: every outcome below it is drained now
-      drain(group)
+      // Every outcome below U is handed out before U is published (see Decisions).
+      val until = TransactionGroups.named(node.group).updateProgress
       val from = Option(lastBound.get(key)).filter(_._1 < batch).map(_._2).getOrElse(EventTime.MinusInfinity)
       lastBound.put(key, (batch, until))
-      Option(buffers.get(writerId(query, node.name))).foreach(b => b.synchronized(b.filterInPlace(_.time >= from)))
       // The late transactions decided since the previous bound are this batch's (a late one's time
       // may be below `from`: its outcome goes by batch, not by time).
-      Option(lateBuffers.get(writerId(query, node.name))).foreach(b =>
-        b.synchronized {
-          b.mapInPlace { case (taken, o) => (if (taken < 0) batch else taken, o) }
-          b.filterInPlace(_._1 >= batch) // Spark re-runs only the last batch, which is this one or later
-        })
+      val writer = Option(outcomesOf.get(writerId(query, node.name)))
+      val bound = Bound(batch, from, until, writer.map(_.take(batch, from)).getOrElse(-1L))
+      writer.flatMap(_.log).foreach(_.writeBound(bound)) // before any task emits
       bounds.remove(s"$key|${batch - Kept}")
-      val bound = Bound(batch, from, until)
       bounds.put(s"$key|$batch", bound)
       bound
     }
   }
 
   /** The query's outcomes a batch with `bound` emits, in (time, id) order: final ones and late ones. */
-  def outcomes(writer: String, bound: Bound): Seq[TransactionOutcome] = {
-    val done = Option(buffers.get(writer)).map(b =>
-      b.synchronized(b.filter(o => o.time >= bound.from && o.time < bound.until).toVector)).getOrElse(Vector.empty)
-    val late = Option(lateBuffers.get(writer)).map(b =>
-      b.synchronized(b.collect { case (batch, o) if batch == bound.batch => o }.toVector)).getOrElse(Vector.empty)
-    (done ++ late).sorted(TransactionOutcome.Order)
-  }
+  def outcomes(writer: String, bound: Bound): Seq[TransactionOutcome] =
+    Option(outcomesOf.get(writer)).map(_.of(bound)).getOrElse(Vector.empty)
 
-  // Outcomes come out of a group once: each goes to its writer's buffer (none: no query wants it).
-  // A late transaction's outcome is aborted with reason `late`, with no reads (none was made).
-  private def drain(group: TransactionGroup): Unit = synchronized {
-    group.drainOutcomes().groupBy(_.id.writer).foreach { case (writer, os) =>
-      Option(buffers.get(writer)).foreach(b => b.synchronized(b ++= os))
-    }
-    group.drainLate().groupBy(_.id.writer).foreach { case (writer, rs) =>
-      Option(lateBuffers.get(writer)).foreach(b =>
-        b.synchronized(b ++= rs.map(r =>
-          (-1L, TransactionOutcome(r.id, r.time, committed = false, IndexedSeq.empty, r.reason, r.payload)))))
+  /**
+   * The groups' hook ([[TransactionGroup.onDecided]]): each outcome goes to its writer's outcomes as
+   * the group decides it, before the step is journaled (a writer without outcomes drops it). A late
+   * transaction's outcome is aborted with reason `late`, with no reads (none was made).
+   */
+  object Decisions extends TransactionGroup.Decided {
+    override def decided(outcomes: IndexedSeq[TransactionOutcome], late: IndexedSeq[RejectedTransaction]): Unit = {
+      val lateOutcomes =
+        late.map(r => TransactionOutcome(r.id, r.time, committed = false, IndexedSeq.empty, r.reason, r.payload))
+      (outcomes.map(_.id.writer) ++ lateOutcomes.map(_.id.writer)).distinct.foreach { writer =>
+        Option(outcomesOf.get(writer)).foreach(_.add(outcomes.filter(_.id.writer == writer),
+            lateOutcomes.filter(_.id.writer == writer)))
+      }
     }
   }
 

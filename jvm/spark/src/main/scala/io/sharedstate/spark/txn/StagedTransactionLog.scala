@@ -1,0 +1,125 @@
+package io.sharedstate.spark.txn
+
+import io.sharedstate.core.txn.{Transaction, TransactionBatch, TransactionGroup}
+import java.io.{DataInputStream, DataOutputStream}
+import java.net.URLEncoder
+import java.nio.charset.StandardCharsets
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * The staged batches of a transaction group's writers, kept under a durable member's root
+ * (`<root>/_transactions/<group>/<writer>/<epoch>/<task>_<max time>`), so a new driver gets back the
+ * transactions its group lost: each task writes its batch (each event's time and row bytes, in
+ * staging order, so the position is the transaction's sequence) before Spark can commit the batch; a
+ * retried task replaces its file (written aside, then renamed over it). The largest time is in the
+ * name, so an epoch whose transactions are all final is dropped without reading it ([[prune]]).
+ * Serializable: it travels to the tasks with the plan (the root must be visible to them).
+ */
+private[sharedstate] final class StagedTransactionLog(val directory: String, conf: SerializableConfiguration)
+    extends Serializable {
+
+  /** Writes the batch task `task` of `writer` staged in `epoch`: (time, event row bytes) in order. */
+  def writeTask(writer: String, epoch: Long, task: Int, events: Seq[(Long, Array[Byte])]): Unit = {
+    val dir = epochDir(writer, epoch)
+    val fs = dir.getFileSystem(conf.value)
+    val maxTime = if (events.isEmpty) Long.MinValue else events.map(_._1).max
+    val target = new Path(dir, s"${task}_$maxTime")
+    val aside = new Path(dir, s".${task}_$maxTime.${java.util.UUID.randomUUID()}")
+    val out = new DataOutputStream(fs.create(aside, true))
+    try {
+      out.writeInt(events.size)
+      events.foreach { case (t, bytes) => out.writeLong(t); out.writeInt(bytes.length); out.write(bytes) }
+    } finally out.close()
+    taskFiles(fs, dir).filter(_._1 == task).map(_._3).filter(_ != target).foreach(fs.delete(_, false))
+    if (fs.exists(target)) fs.delete(target, false)
+    if (!fs.rename(aside, target)) throw new java.io.IOException(s"could not rename $aside to $target")
+  }
+
+  /** The epochs of `writer` kept, ascending. */
+  def epochs(writer: String): Seq[Long] = {
+    val dir = writerDir(writer)
+    val fs = dir.getFileSystem(conf.value)
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).filter(_.isDirectory).flatMap(s => s.getPath.getName.toLongOption).toSeq.sorted
+  }
+
+  /** The tasks of `epoch` of `writer`, by task id, each with its (time, event row bytes) in order. */
+  def read(writer: String, epoch: Long): Seq[(Int, IndexedSeq[(Long, Array[Byte])])] = {
+    val dir = epochDir(writer, epoch)
+    val fs = dir.getFileSystem(conf.value)
+    taskFiles(fs, dir).sortBy(_._1).map { case (task, _, path) =>
+      val in = new DataInputStream(fs.open(path))
+      try {
+        val n = in.readInt()
+        task -> IndexedSeq.fill(n) {
+          val t = in.readLong()
+          val bytes = new Array[Byte](in.readInt())
+          in.readFully(bytes)
+          (t, bytes)
+        }
+      } finally in.close()
+    }
+  }
+
+  /** Drops the epochs of `writer` up to `committed` whose every transaction is below `u` (applied or late). */
+  def prune(writer: String, committed: Long, u: Long): Unit = {
+    val fs = writerDir(writer).getFileSystem(conf.value)
+    epochs(writer).filter(_ <= committed).foreach { e =>
+      val dir = epochDir(writer, e)
+      if (taskFiles(fs, dir).forall(_._2 < u)) fs.delete(dir, true)
+    }
+  }
+
+  // (task, max time, path) of the committed task files of `dir`.
+  private def taskFiles(fs: FileSystem, dir: Path): Seq[(Int, Long, Path)] =
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).toSeq.map(_.getPath).filterNot(_.getName.startsWith(".")).flatMap { p =>
+      p.getName.split('_') match {
+        case Array(task, max) => for (t <- task.toIntOption; m <- max.toLongOption) yield (t, m, p)
+        case _ => None
+      }
+    }
+
+  private def writerDir(writer: String): Path =
+    new Path(directory, URLEncoder.encode(writer, StandardCharsets.UTF_8))
+  private def epochDir(writer: String, epoch: Long): Path = new Path(writerDir(writer), epoch.toString)
+}
+
+private[sharedstate] object StagedTransactionLog {
+
+  /** The log of group `group` under `root`. */
+  def under(root: String, group: String, conf: SerializableConfiguration): StagedTransactionLog =
+    new StagedTransactionLog(new Path(new Path(root, "_transactions"), group).toString, conf)
+
+  /**
+   * At the restart of `writer` on a group of members rebuilt from their journals: each kept epoch the
+   * members committed (every member: the lowest of their last epochs) gives back its transactions not
+   * final yet ([[TransactionGroup.restoreCommitted]]); each above it up to `sparkCommitted` (the last
+   * batch Spark committed: the group's commit did not follow) is staged and committed again with the
+   * same ids, at the writer's progress (its watermark moves with its next batch). An epoch above
+   * `sparkCommitted` is left alone: its batch may have been cut by the kill (some tasks logged, not
+   * all), and Spark runs it again, staging every task. `rebuild` makes a transaction from its time and
+   * event row bytes. Returns (transactions waiting again, epochs committed again).
+   */
+  def resume(log: StagedTransactionLog, group: TransactionGroup, writer: String, sparkCommitted: Long,
+      rebuild: (Long, Array[Byte]) => Transaction): (Int, Int) = {
+    val committed = group.states.map(_.lastCommittedEpoch(writer)).min
+    var restored = 0
+    var recommitted = 0
+    log.epochs(writer).filter(_ <= sparkCommitted).foreach { e =>
+      val tasks = log.read(writer, e).map { case (task, events) =>
+        val b = new TransactionBatch
+        events.foreach { case (t, bytes) => b.add(rebuild(t, bytes)) }
+        task -> b
+      }
+      if (e <= committed) restored += group.restoreCommitted(writer, e, tasks)
+      else {
+        tasks.foreach { case (task, b) => group.stage(writer, e, task, b) }
+        val progress = group.states.flatMap(_.writerProgress(writer)).max
+        if (!group.commitEpoch(writer, e, progress).alreadyCommitted) recommitted += 1
+      }
+    }
+    (restored, recommitted)
+  }
+}

@@ -118,6 +118,8 @@ class Plugin(Method):
             .start()
         )
         loader.awaitTermination(300)
+        if loader.exception() is not None:
+            raise RuntimeError(f"loading the initial values of {state} failed: {str(loader.exception())[:2000]}")
 
     def final(self) -> dict[str, dict]:
         out = {}

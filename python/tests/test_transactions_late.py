@@ -94,3 +94,14 @@ def test_a_state_final_after_a_bulk_load_cannot_join_a_group(spark, workdir, sta
         _deposits(spark, state_name, workdir / "in")
     message = str(e.value)
     assert state_name in message and "final" in message and "reopens it at its last finite U" in message, message
+
+
+def test_a_durable_state_joins_a_group_only_when_durable_transactions_are_on(spark, workdir, state_name):
+    ss.State.create(
+        spark, state_name, key="id STRING", value="balance BIGINT", partitions=2, root=str(workdir / "root")
+    )
+    write_batches(workdir / "in", [_events([(1, "a", 10, 100)])])
+    with pytest.raises(ss.SharedStateError) as e:
+        _deposits(spark, state_name, workdir / "in")
+    message = str(e.value)
+    assert state_name in message and "durable" in message and "spark.sharedstate.transactions.durable" in message

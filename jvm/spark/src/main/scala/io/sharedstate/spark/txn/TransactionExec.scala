@@ -16,7 +16,8 @@ import scala.collection.mutable.ArrayBuffer
  * of m of micro-batch B reads all its events and stages them as one batch of the group's
  * transactions (writer = the query's, epoch = B, task = i; a retried task replaces its attempt),
  * then emits its share of the outcomes that B's bound makes final (see [[TransactionRuns]]):
- * those whose (task + position) mod m is i, in (time, id) order. The events wait in the engine,
+ * those whose (task + position) mod m is i, in (time, id) order. The last task to stage commits B
+ * and emits what that made final too ([[SameBatchCommit]]). The events wait in the engine,
  * not in files: a transaction is kept by its group until U passes it, and its outcome by
  * [[TransactionRuns]] until the batch that emitted it is behind; with a durable member, each task also
  * keeps its events in the group's [[StagedTransactionLog]].
@@ -43,12 +44,14 @@ private[sharedstate] final case class TransactionExec(program: TransactionProgra
       val staged = new TransactionBatch
       val logged = ArrayBuffer.empty[(Long, Array[Byte])] // with a staged log: (time, event bytes) as staged
       val rejected = ArrayBuffer.empty[InternalRow]
+      var maxTime = Option.empty[Long]
       // The tick rows (non-null U past the event columns) only make Spark run a batch when U moves.
       rows.filter(_.isNullAt(width)).foreach { r =>
         val event = events(r).copy()
         if (event.isNullAt(timeOrdinal)) { if (node.outcomes) rejected += out.nullTime(event).copy() }
         else {
           val time = event.getLong(timeOrdinal)
+          maxTime = Some(maxTime.fold(time)(math.max(_, time)))
           staged.add(program.transaction(event, time))
           if (node.log.isDefined) logged += ((time, event.getBytes))
         }
@@ -56,11 +59,12 @@ private[sharedstate] final case class TransactionExec(program: TransactionProgra
       // Kept before the task ends, so before Spark can commit the batch (a retry replaces it).
       node.log.foreach(_.writeTask(writer, batch, part, logged.toSeq))
       TransactionGroups.named(node.group).stage(writer, batch, part, staged)
+      val committedNow = SameBatchCommit.staged(query, node, batch, part, tasks, maxTime)
       val mine =
         if (!node.outcomes) Iterator.empty
         else TransactionRuns.outcomes(writer, bound).iterator
-          .filter(o => Math.floorMod(o.id.task + o.id.sequence, tasks) == part).map(out.row)
-      rejected.iterator ++ mine
+          .filter(o => Math.floorMod(o.id.task + o.id.sequence, tasks) == part) ++ committedNow.iterator
+      rejected.iterator ++ mine.map(out.row)
     }
   }
 

@@ -23,7 +23,7 @@ import scala.jdk.CollectionConverters._
  *    on the group once Spark has committed the batch: after the batch's progress is reported (the
  *    listener, asynchronously) or, at the latest, before the next batch decides anything ([[catchUp]],
  *    from `recentProgress`, in batch order; a commit is idempotent). Its progress is the watermark from
- *    the batch's observed maximum event time.
+ *    the batch's observed maximum event time. Or sooner, in the batch, by its last task ([[SameBatchCommit]]).
  *  - **Bounds.** What a batch emits is fixed once, when its first task asks ([[bound]]): the outcomes
  *    of the query's transactions with `from <= time < until`, where `until` is the group's U then and
  *    `from` the previous batch's `until`. U only grows, and each outcome is final once U passes it, so
@@ -164,6 +164,42 @@ private[sharedstate] object TransactionRuns extends Logging {
       bound
     }
   }
+
+  /**
+   * [[SameBatchCommit]]: commits `batch` of `node` now, before Spark reports it, with the progress its
+   * tasks' largest event time gives; returns the range of times the commit made final beyond the
+   * batch's bound (the next batch's bound starts at its end). None, and nothing done, unless the
+   * query has this one transactional operator, its bound for `batch` is fixed, and every earlier
+   * batch of this run is committed (the first batch of a restarted run waits for its progress).
+   */
+  def commitInBatch(query: String, node: Node, batch: Long, maxEventMicros: Option[Long]): Option[Bound] =
+    synchronized {
+      val key = s"$query|${node.name}"
+      for {
+        run <- Option(runs.get(query)) if run.nodes == Seq(node)
+        base <- Option(bounds.get(s"$key|$batch"))
+        _ <- run.synchronized {
+          Option.when(run.committed == batch - 1) {
+            maxEventMicros.foreach(m => run.maxSeen(node.name) = math.max(run.maxSeen.getOrElse(node.name, m), m))
+            val group = TransactionGroups.named(node.group)
+            val writer = run.writer(node)
+            val current = group.states.head.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
+            val watermark = run.maxSeen.get(node.name).map(_ - node.latenessMicros).getOrElse(EventTime.MinusInfinity)
+            group.commitEpoch(writer, batch, math.max(current, watermark))
+            run.committed = batch
+          }
+        }
+      } yield {
+        // Every outcome below U is handed out before U is published (see Decisions).
+        val until = math.max(TransactionGroups.named(node.group).updateProgress, base.until)
+        lastBound.put(key, (batch, until))
+        base.copy(from = base.until, until = until)
+      }
+    }
+
+  /** The outcomes of `writer` with `range.from <= time < range.until`, in (time, id) order. */
+  def finalIn(writer: String, range: Bound): Seq[TransactionOutcome] =
+    Option(outcomesOf.get(writer)).map(_.finalsIn(range.from, range.until)).getOrElse(Vector.empty)
 
   /** The query's outcomes a batch with `bound` emits, in (time, id) order: final ones and late ones. */
   def outcomes(writer: String, bound: Bound): Seq[TransactionOutcome] =

@@ -51,6 +51,11 @@ private[sharedstate] final class WriterOutcomes(val log: Option[TransactionOutco
       late.collect { case (batch, o) if batch == bound.batch => o }).toVector.sorted(TransactionOutcome.Order)
   }
 
+  /** The final outcomes with `from <= time < until`, in (time, id) order ([[SameBatchCommit]]'s range). */
+  def finalsIn(from: Long, until: Long): Seq[TransactionOutcome] = synchronized {
+    finals.filter(o => o.time >= from && o.time < until).toVector.sorted(TransactionOutcome.Order)
+  }
+
   /**
    * At a new driver's start, from the log: `committed` the last batch Spark committed, `bounds` the
    * kept bound of a batch. Holds again what no committed batch emitted: the final outcomes from the

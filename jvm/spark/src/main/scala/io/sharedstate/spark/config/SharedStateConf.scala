@@ -23,6 +23,12 @@ private[sharedstate] object SharedStateConf {
   private def interval(zeroMeansOff: Boolean)(key: String, text: String): Long =
     if (zeroMeansOff && text == "0") 0L else Intervals.parseMicros(key, text) / 1000L
 
+  private def boolean(key: String, text: String): Boolean = text.toLowerCase match {
+    case "true" => true
+    case "false" => false
+    case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
+  }
+
   private def atLeastOne(what: String)(key: String, text: String): Int =
     text.toIntOption.filter(_ >= 1).getOrElse(throw new SharedStateException(
         s"$key must be a whole number >= 1 ($what), got '$text'."))
@@ -74,24 +80,14 @@ private[sharedstate] object SharedStateConf {
    * accepts messages from any process that reaches it); off, it refuses to start there.
    */
   val AllowUnauthenticated: Entry[Boolean] = Entry("spark.sharedstate.rpc.allowUnauthenticated", "false",
-    "serve States on a cluster without spark.authenticate")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "serve States on a cluster without spark.authenticate")(boolean)
 
   /**
    * Publishes stateful operators' state (the shared state store's commits) into States: each query
    * named in `spark.sharedstate.statestore.publish.<query name>=<State>` publishes to that State.
    */
   val StateStorePublish: Entry[Boolean] = Entry("spark.sharedstate.statestore.publish", "false",
-    "publish mapped queries' state store into States")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "publish mapped queries' state store into States")(boolean)
 
   /**
    * An executor host joining a running application (dynamic allocation, a new worker, a replaced
@@ -99,12 +95,7 @@ private[sharedstate] object SharedStateConf {
    * partitions stay where they are until `State.rebalance()`.
    */
   val RebalanceOnExecutorAdded: Entry[Boolean] = Entry("spark.sharedstate.rebalanceOnExecutorAdded", "true",
-    "rebalance States when an executor joins")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "rebalance States when an executor joins")(boolean)
 
   /**
    * A live move pre-copies its partitions to the new owner while the old one serves them, so the fence
@@ -112,12 +103,7 @@ private[sharedstate] object SharedStateConf {
    * copies the whole partitions, and its pause grows with them.
    */
   val ElasticityPreCopy: Entry[Boolean] = Entry("spark.sharedstate.elasticity.preCopy", "true",
-    "pre-copy partitions before a live move's fence")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "pre-copy partitions before a live move's fence")(boolean)
 
   /**
    * Lets durable States (a root) join transactional queries. Off by default: the journal, staged log
@@ -125,12 +111,7 @@ private[sharedstate] object SharedStateConf {
    * (GS, docs/transactions.md Limits) still loses outcomes after a restart in some runs.
    */
   val TransactionsDurable: Entry[Boolean] = Entry("spark.sharedstate.transactions.durable", "false",
-    "let durable States join transactional queries (experimental)")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "let durable States join transactional queries (experimental)")(boolean)
 
   /** Session setting naming the State a query (by its name) publishes its state store to. */
   val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
@@ -155,12 +136,7 @@ private[sharedstate] object SharedStateConf {
    * to one reader thread per State and JVM (fetches first), instead of committing on the task thread.
    */
   val RealtimeDeliveryLanes: Entry[Boolean] = Entry("spark.sharedstate.realtime.deliveryLanes", "false",
-    "real-time flushes and fetches through the delivery lanes")((key, text) =>
-    text.toLowerCase match {
-      case "true" => true
-      case "false" => false
-      case _ => throw new SharedStateException(s"$key must be true or false, got '$text'.")
-    })
+    "real-time flushes and fetches through the delivery lanes")(boolean)
 
   val All: Seq[Entry[_]] = Seq(
     Root,
@@ -175,6 +151,7 @@ private[sharedstate] object SharedStateConf {
     StateStorePublish,
     RebalanceOnExecutorAdded,
     ElasticityPreCopy,
+    TransactionsDurable,
     RealtimeFetchTimeout,
     RealtimeFlushInterval,
     RealtimeDeliveryLanes

@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 import sharedstate as ss
 from sharedstate.testing.adcamp import EVENT_SCHEMA, UPDATE_SCHEMA
+from sharedstate.testing.streams import check_running, wait_until
 
 
 def cluster_session(app_name: str, master: str = "local-cluster[2,1,1024]", **conf: str) -> SparkSession:
@@ -68,3 +69,52 @@ def key_partitions(state: ss.State, key: str) -> pd.DataFrame:
 def finish(out: Path, records: dict, marker: str) -> None:
     (out / "records.json").write_text(json.dumps(records, default=str))
     print(marker)
+
+
+def joined_to_parquet(spark: SparkSession, out: Path, state: str = "campaigns"):
+    """Starts adcamp_joined into a parquet sink at out/joined (checkpoint out/ck-events)."""
+    return (
+        adcamp_joined(spark, out, state)
+        .writeStream.format("parquet")
+        .option("path", str(out / "joined"))
+        .option("checkpointLocation", str(out / "ck-events"))
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+
+
+def change_batches_of(state: ss.State, out: Path):
+    """Starts the State's micro-batch change stream (checkpoint out/ck-changes); returns the query and
+    the dict it fills: each batch's (ad_id, campaign, time) rows by batch id (a batch run again
+    replaces its first run)."""
+    batches: dict = {}
+
+    def keep(df, batch_id: int) -> None:
+        batches[batch_id] = [(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in df.collect()]
+
+    query = (
+        state.changes()
+        .writeStream.foreachBatch(keep)
+        .option("checkpointLocation", str(out / "ck-changes"))
+        .trigger(processingTime="400 milliseconds")
+        .start()
+    )
+    return query, batches
+
+
+def update_seconds(state: ss.State) -> float:
+    """The State's U in epoch seconds (-inf before any)."""
+    p = state.progress()
+    return p["update"].timestamp() if p["update"] is not None else float("-inf")
+
+
+def advance(state: ss.State, feed, i: int, queries, timeout: float = 300, until=lambda: True) -> None:
+    """Feeds chunk i (`feed(i)`) and waits, the queries running, until U passes where it was (commits
+    after the moves) and `until()` holds."""
+    start = update_seconds(state)
+    feed(i)
+    wait_until(
+        lambda: (check_running(*queries), update_seconds(state) > start and until())[1],
+        timeout,
+        f"U to move on with chunk {i}",
+    )

@@ -29,9 +29,9 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 import sharedstate as ss
-from app_support import adcamp_joined, adcamp_writer
+from app_support import adcamp_writer, advance, change_batches_of, joined_to_parquet
 from sharedstate.testing.adcamp import make_workload, write_batches
-from sharedstate.testing.streams import wait_until
+from sharedstate.testing.streams import check_running, wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
@@ -64,53 +64,13 @@ feed(0)
 state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=8)
 records["hosts_at_start"] = state.hosts
 writer = adcamp_writer(spark, out)
-reader = (
-    adcamp_joined(spark, out)
-    .writeStream.format("parquet")
-    .option("path", str(out / "joined"))
-    .option("checkpointLocation", str(out / "ck-events"))
-    .trigger(processingTime="300 milliseconds")
-    .start()
-)
-# the change stream: each batch's rows by batch id (a batch run again replaces its first run)
-change_batches: dict = {}
-
-
-def keep_batch(df, batch_id: int) -> None:
-    change_batches[batch_id] = [(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in df.collect()]
-
-
-changes = (
-    state.changes()
-    .writeStream.foreachBatch(keep_batch)
-    .option("checkpointLocation", str(out / "ck-changes"))
-    .trigger(processingTime="400 milliseconds")
-    .start()
-)
+reader = joined_to_parquet(spark, out)
+changes, change_batches = change_batches_of(state, out)
 queries = (writer, reader, changes)
 
 
 def healthy() -> None:
-    for q in queries:
-        if q.exception() is not None:
-            raise AssertionError(f"query failed: {q.exception()}")
-
-
-def u_seconds() -> float:
-    p = state.progress()
-    return p["update"].timestamp() if p["update"] is not None else float("-inf")
-
-
-def advance(i: int, timeout: float = 300) -> None:
-    """Feeds chunk i and waits until U passes where it was (commits after the change), the queries running."""
-    start = u_seconds()
-    feed(i)
-
-    def passed() -> bool:
-        healthy()
-        return u_seconds() > start
-
-    wait_until(passed, timeout, f"U to move on with chunk {i}")
+    check_running(*queries)
 
 
 def spread_over(executors: int):
@@ -139,14 +99,14 @@ wait_until(reason_seen("executor added"), 600, "the new executor's rebalance")
 wait_until(spread_over(3), 300, "the State spread over three executors")
 records["hosts_after_added"] = state.hosts
 write_json("added.json", {"hosts": state.hosts})
-advance(1)
+advance(state, feed, 1, queries)
 
 # 2. the test decommissions a worker: its executor hands its partitions over before it leaves
 wait_until(reason_seen("decommission"), 600, "the decommissioned executor's hand-over")
 wait_until(spread_over(2), 300, "the State spread over the two executors left")
 records["hosts_after_decommission"] = state.hosts
 write_json("decommissioned.json", {"hosts": state.hosts})
-advance(2)
+advance(state, feed, 2, queries)
 feed(3)
 
 

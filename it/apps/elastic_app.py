@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from app_support import adcamp_joined, adcamp_writer, cluster_session
+from app_support import adcamp_writer, advance, change_batches_of, cluster_session, joined_to_parquet
 from sharedstate.testing.adcamp import make_workload, write_batches
-from sharedstate.testing.streams import wait_until
+from sharedstate.testing.streams import check_running, wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
@@ -55,53 +55,13 @@ feed(0)
 state = ss.State.create(spark, "campaigns", key="ad_id STRING", value="campaign STRING", partitions=8)
 records["hosts_at_start"] = state.hosts
 writer = adcamp_writer(spark, out)
-joined = adcamp_joined(spark, out)
-reader = (
-    joined.writeStream.format("parquet")
-    .option("path", str(out / "joined"))
-    .option("checkpointLocation", str(out / "ck-events"))
-    .trigger(processingTime="300 milliseconds")
-    .start()
-)
-# the change stream: each batch's rows by batch id (a batch run again replaces its first run)
-change_batches: dict = {}
-
-
-def keep_batch(df, batch_id: int) -> None:
-    change_batches[batch_id] = [(r["ad_id"], r["campaign"], r["campaigns_time"]) for r in df.collect()]
-
-
-changes = (
-    state.changes()
-    .writeStream.foreachBatch(keep_batch)
-    .option("checkpointLocation", str(out / "ck-changes"))
-    .trigger(processingTime="400 milliseconds")
-    .start()
-)
+reader = joined_to_parquet(spark, out)
+changes, change_batches = change_batches_of(state, out)
 queries = (writer, reader, changes)
 
 
 def healthy() -> None:
-    for q in queries:
-        if q.exception() is not None:
-            raise AssertionError(f"query failed: {q.exception()}")
-
-
-def u_seconds() -> float:
-    p = state.progress()
-    return p["update"].timestamp() if p["update"] is not None else float("-inf")
-
-
-def advance(i: int, timeout: float = 300) -> None:
-    """Feeds chunk i and waits until U passes where it was (commits after the moves), the queries running."""
-    start = u_seconds()
-    feed(i)
-
-    def passed() -> bool:
-        healthy()
-        return u_seconds() > start
-
-    wait_until(passed, timeout, f"U to move on with chunk {i}")
+    check_running(*queries)
 
 
 wait_until(lambda: (healthy(), any(change_batches.values()))[1], 600, "a first change batch")
@@ -115,12 +75,12 @@ for p, owner in enumerate(state.hosts):
         explicit += state.move(p, executors[0])
 records["explicit_moves"] = explicit
 records["hosts_after_moves"] = state.hosts
-advance(1)
+advance(state, feed, 1, queries)
 
 # 2. rebalance while chunk 1 is processed: half of them back
 records["rebalance_moves"] = state.rebalance()
 records["hosts_after_rebalance"] = state.hosts
-advance(2)
+advance(state, feed, 2, queries)
 
 # 3. decommission the second executor while chunk 2 is processed: its partitions are handed over
 #    before it leaves; the worker then starts a replacement executor, which takes its share back
@@ -139,7 +99,7 @@ wait_until(reason_seen("decommission"), 120, "the decommissioned executor's hand
 records["hosts_after_decommission"] = state.hosts
 wait_until(reason_seen("executor added"), 300, "the replacement executor's rebalance")
 records["hosts_after_replacement"] = state.hosts
-advance(3)
+advance(state, feed, 3, queries)
 
 
 def all_joined() -> bool:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 import sharedstate as ss
-from app_support import adcamp_writer, cluster_session
+from app_support import adcamp_writer, advance, cluster_session
 from sharedstate.testing.adcamp import accepted_updates, make_workload, write_batches
-from sharedstate.testing.streams import wait_until
+from sharedstate.testing.streams import check_running, wait_until
 
 out = Path(sys.argv[1])
 seed = int(sys.argv[2])
@@ -54,25 +54,11 @@ queries = (writer, changes)
 
 
 def healthy() -> None:
-    for q in queries:
-        if q.exception() is not None:
-            raise AssertionError(f"query failed: {q.exception()}")
-
-
-def u_seconds() -> float:
-    p = state.progress()
-    return p["update"].timestamp() if p["update"] is not None else float("-inf")
+    check_running(*queries)
 
 
 def delivered() -> int:
     return spark.table("changes").count()
-
-
-def advance(i: int) -> None:
-    """Feeds chunk i and waits until U passes where it was and the change stream delivered more."""
-    start, seen = u_seconds(), delivered()
-    feed(i)
-    wait_until(lambda: (healthy(), u_seconds() > start and delivered() > seen)[1], 300, f"chunk {i} to flow")
 
 
 wait_until(lambda: (healthy(), delivered() > 0)[1], 600, "a first change")
@@ -87,12 +73,14 @@ for p, owner in enumerate(state.hosts):
         explicit += state.move(p, executors[0])
 records["explicit_moves"] = explicit
 records["hosts_after_moves"] = state.hosts
-advance(1)
+seen = delivered()
+advance(state, feed, 1, queries, until=lambda: delivered() > seen)
 
 # 2. spread again: partitions move back while the readers keep reading
 records["rebalance_moves"] = state.rebalance()
 records["hosts_after_rebalance"] = state.hosts
-advance(2)
+seen = delivered()
+advance(state, feed, 2, queries, until=lambda: delivered() > seen)
 
 writer.processAllAvailable()
 final_u = state.progress()["update"]

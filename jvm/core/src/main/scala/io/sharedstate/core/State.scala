@@ -416,7 +416,7 @@ final class State(val spec: StateSpec) {
    * `from` must not be below F, since compaction may have dropped older pairs.
    */
   def changes(i: Int, from: Long, until: Long): Array[Change] = {
-    if (until > u) throw new SharedStateException(
+    if (until > u) throw new ChangesNotFinalException(
       s"Changes of State '${spec.name}' up to ${EventTime.show(until)} are not final yet (U=${EventTime.show(u)}).")
     checkNotOvertaken(from)
     val changes = ChangeScan.between(parts(i), from, until)

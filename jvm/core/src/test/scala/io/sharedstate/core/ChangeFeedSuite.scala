@@ -136,6 +136,10 @@ class ChangeFeedSuite extends AnyFunSuite {
     assert(err.getMessage.contains("committed already"))
     val ahead = intercept[SharedStateException](sub.changes(u1, s.updateProgress + 1))
     assert(ahead.getMessage.contains("not final"))
+    // A scan past U fails with the type a cluster reader waits on (another host may be a step ahead).
+    val scan = intercept[ChangesNotFinalException](s.changes(0, u1, s.updateProgress + 1))
+    assert(scan.getMessage.contains("not final yet"))
+    assert(s.changes(0, u1, s.updateProgress).forall(c => c.time >= u1 && c.time < s.updateProgress))
   }
 
   test("the feed exists only while a subscription is open; a task finds its subscription by id") {

@@ -3,7 +3,8 @@ package io.sharedstate.spark.changes
 import io.sharedstate.spark.cluster.{ClusterNode, StateAccess, StateClient}
 import io.sharedstate.spark.rows.{ChangeRows, StateSchemas}
 
-import io.sharedstate.core.{Change, EventTime}
+import io.sharedstate.core.{Change, ChangesNotFinalException, EventTime}
+import scala.annotation.tailrec
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{
@@ -152,8 +153,20 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
 
   private def movedFrontier(): Long = tail.feed.partitions.map(client.updateProgressAt).min
 
-  private def read(): Array[Change] =
-    HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, client)
+  private def read(): Array[Change] = readFinal(System.nanoTime() + HostChangeTailReader.NotFinalWaitNanos)
+
+  // The range is final where `frontier` looked (the feed's host, or its partitions' owners): a host a
+  // step behind, or a new owner that started from the driver's U, gets there shortly (see
+  // ChangesNotFinalException), so the read is asked again until then.
+  @tailrec private def readFinal(deadline: Long): Array[Change] = {
+    val got =
+      try Some(HostChangeFeeds.read(node, tail.stateName, tail.incarnation, tail.feed, from, until, client))
+      catch { case e: Exception if HostChangeTailReader.notFinal(e) && System.nanoTime() < deadline => None }
+    got match {
+      case Some(changes) => changes
+      case None => Thread.sleep(math.max(tail.pollMs, 1L)); readFinal(deadline)
+    }
+  }
 
   override def next(): Boolean =
     try {
@@ -181,4 +194,13 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
   override def getOffset: PartitionOffset = ChangePosition(tail.start.partition, from, until, index, tail.start.group)
 
   override def close(): Unit = ()
+}
+
+private[sharedstate] object HostChangeTailReader {
+
+  /** How long a read waits for a host to catch up with a range final elsewhere before it fails. */
+  val NotFinalWaitNanos: Long = 30L * 1000 * 1000 * 1000
+
+  def notFinal(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).exists(_.isInstanceOf[ChangesNotFinalException])
 }

@@ -44,14 +44,14 @@ private[sharedstate] final case class TransactionExec(program: TransactionProgra
       val staged = new TransactionBatch
       val logged = ArrayBuffer.empty[(Long, Array[Byte])] // with a staged log: (time, event bytes) as staged
       val rejected = ArrayBuffer.empty[InternalRow]
-      var maxTime = Option.empty[Long]
+      var maxTime = Long.MinValue // the largest event time staged (none: MinValue)
       // The tick rows (non-null U past the event columns) only make Spark run a batch when U moves.
       rows.filter(_.isNullAt(width)).foreach { r =>
         val event = events(r).copy()
         if (event.isNullAt(timeOrdinal)) { if (node.outcomes) rejected += out.nullTime(event).copy() }
         else {
           val time = event.getLong(timeOrdinal)
-          maxTime = Some(maxTime.fold(time)(math.max(_, time)))
+          if (time > maxTime) maxTime = time
           staged.add(program.transaction(event, time))
           if (node.log.isDefined) logged += ((time, event.getBytes))
         }
@@ -59,7 +59,8 @@ private[sharedstate] final case class TransactionExec(program: TransactionProgra
       // Kept before the task ends, so before Spark can commit the batch (a retry replaces it).
       node.log.foreach(_.writeTask(writer, batch, part, logged.toSeq))
       TransactionGroups.named(node.group).stage(writer, batch, part, staged)
-      val committedNow = SameBatchCommit.staged(query, node, batch, part, tasks, maxTime)
+      val committedNow =
+        SameBatchCommit.staged(query, node, batch, part, tasks, Option.when(maxTime != Long.MinValue)(maxTime))
       val mine =
         if (!node.outcomes) Iterator.empty
         else TransactionRuns.outcomes(writer, bound).iterator

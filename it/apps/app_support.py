@@ -118,3 +118,18 @@ def advance(state: ss.State, feed, i: int, queries, timeout: float = 300, until=
         timeout,
         f"U to move on with chunk {i}",
     )
+
+
+def record_run(spark: SparkSession, state: ss.State, out: Path, records: dict, change_batches: dict) -> None:
+    """After the queries stopped: the joined sink's rows (out/joined.parquet), the State's moves, U,
+    rejected updates and keys (into `records`), and the change stream's rows by batch (out/changes.parquet)."""
+    spark.read.parquet(str(out / "joined")).toPandas().to_parquet(out / "joined.parquet")
+    progress = state.progress()
+    records["moves"] = state.describe()["moves"]
+    records["update"] = str(progress["update"])
+    records["updates_rejected"] = progress["updates_rejected"]
+    records["keys"] = progress["keys"]
+    pd.DataFrame(
+        [(b, *row) for b, rows in sorted(change_batches.items()) for row in rows],
+        columns=["batch", "ad_id", "campaign", "campaigns_time"],
+    ).to_parquet(out / "changes.parquet")

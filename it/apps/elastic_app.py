@@ -14,10 +14,15 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-
 import sharedstate as ss
-from app_support import adcamp_writer, advance, change_batches_of, cluster_session, joined_to_parquet
+from app_support import (
+    adcamp_writer,
+    advance,
+    change_batches_of,
+    cluster_session,
+    joined_to_parquet,
+    record_run,
+)
 from sharedstate.testing.adcamp import make_workload, write_batches
 from sharedstate.testing.streams import check_running, wait_until
 
@@ -116,16 +121,7 @@ reader.processAllAvailable()
 changes.processAllAvailable()
 for q in queries:
     q.stop()
-spark.read.parquet(str(out / "joined")).toPandas().to_parquet(out / "joined.parquet")
-progress = state.progress()
-records["moves"] = state.describe()["moves"]
-records["update"] = str(progress["update"])
-records["updates_rejected"] = progress["updates_rejected"]
-records["keys"] = progress["keys"]
-pd.DataFrame(
-    [(b, *row) for b, rows in sorted(change_batches.items()) for row in rows],
-    columns=["batch", "ad_id", "campaign", "campaigns_time"],
-).to_parquet(out / "changes.parquet")
+record_run(spark, state, out, records, change_batches)
 (out / "records.json").write_text(json.dumps(records, default=str))
 spark.stop()
 print("ELASTIC-APP-OK")

@@ -16,11 +16,15 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 import sharedstate as ss
+from sharedstate.testing.streams import wait_until
 
 out = Path(sys.argv[1])
 spark = SparkSession.builder.appName("containers-security").getOrCreate()
 secret = spark.sparkContext.getConf().get("spark.authenticate.secret")
 state = ss.State.create(spark, "guarded", key="ad_id STRING", value="campaign STRING", partitions=2)
+# The State is placed on the executors registered when it is created; on a slow start the second
+# executor registers later and the State is rebalanced onto it (rebalanceOnExecutorAdded).
+wait_until(lambda: len(set(state.hosts) - {"driver"}) == 2, 300, "the State on both executors")
 probe = spark._jvm.io.sharedstate.spark.cluster.HostProbe
 
 

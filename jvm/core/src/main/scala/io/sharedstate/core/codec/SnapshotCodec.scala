@@ -133,57 +133,34 @@ object SnapshotCodec {
    */
   def encodeBlocks(c: PartitionCapture, maxBlock: Int = DefaultMaxBlock): Array[Array[Byte]] = {
     val w = new BigEndianBlocks(maxBlock)
-    w.put(Magic)
-    w.putByte(if (c.delta) 2 else 1)
-    w.putBytes(c.state.getBytes(UTF_8))
-    w.putInt(c.partition)
-    w.putInt(c.partitionCount)
-    w.putLong(c.updateProgress)
-    if (c.delta) w.putByte(Delta)
     val es = c.entries
-    w.putInt(es.length)
-    var from = 0
-    while (from < es.length) {
-      val until = math.min(es.length, from + Ahead)
-      // First touch every entry of the block (key bytes, value set): these loads do not depend on
-      // each other, so their cache misses overlap instead of stalling the writes one entry at a time.
-      var touched = 0L
-      var i = from
-      while (i < until) {
-        val e = es(i)
-        touched += e._1.bytes.length + e._2.size
-        i += 1
-      }
-      w.readAhead += touched
-      i = from
-      while (i < until) {
-        val (k, set) = es(i)
-        w.putBytes(k.bytes)
-        val n = set.size
-        w.putInt(n)
-        var j = 0
-        while (j < n) { w.putLong(set.timeAt(j)); j += 1 }
-        j = 0
-        while (j < n) {
-          val len = set.valueLength(j)
-          w.putInt(len)
-          w.put(set.packedValues, set.valueOffset(j), len)
-          j += 1
-        }
-        i += 1
-      }
-      from = until
-    }
-    w.putInt(c.staged.length)
-    c.staged.foreach { case (k, t, v) => w.putBytes(k.bytes); w.putLong(t); w.putBytes(v) }
+    w.put(header(c.state, c.partition, c.partitionCount, c.updateProgress, c.delta, es.length))
+    val entries = new EntryWriter(w)
+    es.foreach { case (k, set) => entries.add(k, set) }
+    entries.flush()
+    writeStaged(w, c.staged)
     w.sealedWithCrc()
+  }
+
+  /** What precedes the entries: magic, version, state, partition, partition count, U, kind (a delta), entry count. */
+  private[codec] def header(state: String, partition: Int, partitionCount: Int, updateProgress: Long, delta: Boolean,
+      entries: Int): Array[Byte] = {
+    val name = state.getBytes(UTF_8)
+    val h = java.nio.ByteBuffer.allocate(Magic.length + 1 + 4 + name.length + 4 + 4 + 8 + (if (delta) 1 else 0) + 4)
+    h.put(Magic).put((if (delta) 2 else 1).toByte).putInt(name.length).put(name).putInt(partition)
+      .putInt(partitionCount).putLong(updateProgress)
+    if (delta) h.put(Delta.toByte)
+    h.putInt(entries).array()
+  }
+
+  /** The staged section: its count, then per update in arrival order its key, time and value. */
+  private[codec] def writeStaged(w: BigEndianBlocks, staged: Array[(Key, Long, Array[Byte])]): Unit = {
+    w.putInt(staged.length)
+    staged.foreach { case (k, t, v) => w.putBytes(k.bytes); w.putLong(t); w.putBytes(v) }
   }
 
   /** The largest block [[encodeBlocks]] writes by default (the snapshots table's chunk size). */
   val DefaultMaxBlock: Int = 4 << 20
-
-  // Entries touched ahead of writing them (see encode): enough misses in flight, still in L1/L2 when written.
-  private val Ahead = 64
 
   def decode(bytes: Array[Byte]): PartitionSnapshot =
     CodecIO.readArray(bytes, Magic, Version, "partition snapshot")(readBody)

@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.State
-import io.sharedstate.core.codec.SnapshotCodec
+import io.sharedstate.core.codec.SnapshotPass
 
 /**
  * What a snapshot round encodes: each partition at a commit boundary, with the journal position it
@@ -56,26 +56,22 @@ private[sharedstate] object SnapshotSource {
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
     override def tracksChanges: Boolean = state.partition(0).tracksChanges
-    // Captured under the commit lock (references to the immutable entries), encoded after it.
+    // Encoded in one pass over the live partition, exact at the commit boundary it ends at (SnapshotPass):
+    // writers wait only for the pass's two boundaries.
     override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition = {
-      val asked = System.nanoTime()
-      val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
+      val (e, (seq, version, u)) = SnapshotPass.encode(state, p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
-      val captured = System.nanoTime()
-      val blocks =
-        try SnapshotCodec.encodeBlocks(capture).toIndexedSeq
-        catch { case e: Throwable => state.returnChanged(capture); throw e }
       EncodedPartition(
-        blocks,
+        e.blocks.toIndexedSeq,
         seq,
         u,
         version,
-        delta,
-        capture.entries.length,
-        () => state.returnChanged(capture),
-        lockWaitNanos = math.max(0L, captured - asked - capture.captureNanos),
-        captureNanos = capture.captureNanos,
-        encodeNanos = System.nanoTime() - captured
+        e.delta,
+        e.entries,
+        () => SnapshotPass.returnChanged(state, e),
+        lockWaitNanos = e.lockWaitNanos,
+        captureNanos = e.lockedNanos,
+        encodeNanos = e.encodeNanos
       )
     }
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)

@@ -164,8 +164,9 @@ private[sharedstate] object DurableStates extends Logging {
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit =
     synchronized {
-      val snapshotter =
-        new Snapshotter(spark, source, tables.log, tables.snapshots, SharedStateConf.SnapshotsRetained.read(spark))
+      // No restored chains: the hosts hold no stored capture after a rebuild, so each partition's first
+      // snapshot is full (a host asked for a delta without one answers in full anyway).
+      val snapshotter = ownerSnapshotter(spark, source, tables.log, tables.snapshots, Map.empty)
       open.put(
         name,
         Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
@@ -308,19 +309,20 @@ private[sharedstate] object DurableStates extends Logging {
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
-    val snapshotter = new Snapshotter(
-      spark,
-      SnapshotSource.local(state, journal),
-      log,
-      snapshots,
-      SharedStateConf.SnapshotsRetained.read(spark),
-      SharedStateConf.SnapshotFullEvery.read(spark),
-      recovered.chains
-    )
+    val snapshotter = ownerSnapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, recovered.chains)
     val schedule = this.schedule(spark, spec.name, snapshotter)
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
+
+  /**
+   * The snapshot rounds of a State this application owns, local or cluster alike: retention and the
+   * chain length from the session's conf, `restored` the chain each partition was recovered from.
+   */
+  private[durable] def ownerSnapshotter(spark: SparkSession, source: SnapshotSource, log: DeltaChangelog,
+      snapshots: SnapshotTable, restored: Map[Int, SnapshotChain]): Snapshotter =
+    new Snapshotter(spark, source, log, snapshots, SharedStateConf.SnapshotsRetained.read(spark),
+      SharedStateConf.SnapshotFullEvery.read(spark), restored)
 
   // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
   private def schedule(

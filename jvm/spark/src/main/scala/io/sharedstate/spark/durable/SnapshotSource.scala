@@ -55,7 +55,10 @@ private[sharedstate] object SnapshotSource {
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
-    override def tracksChanges: Boolean = state.partition(0).tracksChanges
+    // Decided once (recovery starts the tracking of an owner that keeps chains): while a round runs, a
+    // partition that does not keep chains tracks for the length of its own pass (SnapshotPass).
+    private val chains = (0 until state.partitionCount).forall(state.partition(_).tracksChanges)
+    override def tracksChanges: Boolean = chains
     // Encoded in one pass over the live partition, exact at the commit boundary it ends at (SnapshotPass):
     // writers wait only for the pass's two boundaries.
     override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition = {

@@ -6,8 +6,8 @@ is not disturbed mid-run), CPU samples of the round's window by bucket, and the 
 
 K keys are loaded once; each round after the first follows a change of K/1000 keys (every partition
 has a journal event since, so every round is full, as the benchmark's is). The first rounds warm the
-JIT; the profiled one is the last, or the first with `--profile-round first` (the benchmark's round). Retention is off (`snapshot.retained` = 100), so the window is the
-snapshot part only. Prints one JSON object.
+JIT; the profiled one is the last, or the first with `--profile-round first` (the benchmark's
+round). Retention is off (`snapshot.retained` = 100), so the window is the snapshot part only. Prints one JSON object.
 """
 
 from __future__ import annotations

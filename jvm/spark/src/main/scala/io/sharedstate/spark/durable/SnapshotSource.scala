@@ -25,6 +25,9 @@ private[sharedstate] trait SnapshotSource {
    */
   def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition
 
+  /** Updates partition `p` has applied so far (a running count), or -1 when not known here (cluster hosts). */
+  def updatesApplied(p: Int): Long = -1L
+
   /** Runs `body` while no commit (nor progress event) of the State runs. */
   def betweenCommits[T](body: => T): T
 
@@ -77,6 +80,7 @@ private[sharedstate] object SnapshotSource {
         encodeNanos = e.encodeNanos
       )
     }
+    override def updatesApplied(p: Int): Long = state.partition(p).updatesApplied
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
     override def checkHealthy(): Unit = journal.checkHealthy()
   }

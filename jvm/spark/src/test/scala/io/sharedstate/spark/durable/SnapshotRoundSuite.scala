@@ -40,7 +40,7 @@ class SnapshotRoundSuite extends AnyFunSuite {
    * A durable State under `dir` as DurableStates owns one (its tables opened with `conf`); `tracked`:
    * it keeps delta chains (fullEvery 4), else every snapshot is full and no key is tracked between rounds.
    */
-  private final class Owner(val dir: Path, conf: Configuration, tracked: Boolean = true) {
+  private final class Owner(val dir: Path, conf: Configuration, tracked: Boolean = true, afterUpdates: Long = 0L) {
     private val tables = new OwnedTables(dir, conf, "snapshot-round-suite")
     val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
@@ -51,7 +51,7 @@ class SnapshotRoundSuite extends AnyFunSuite {
     state.attachJournal(journal)
     state.registerWriter("w")
     val snapshotter = new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 100,
-      fullEvery = if (tracked) 4 else 1, recovered.chains)
+      fullEvery = if (tracked) 4 else 1, recovered.chains, afterUpdates)
 
     def commit(epoch: Long, updates: Seq[(Int, Long, String)], progress: Long): Unit = {
       val b = new UpdateBatch
@@ -212,6 +212,33 @@ class SnapshotRoundSuite extends AnyFunSuite {
     epoch(o, model, rnd, 4, 100)
     assert(o.snapshotter.round().deltas == 0)
     assert((0 until 4).forall(p => !o.state.partition(p).tracksChanges), "no pass left a partition tracking")
+    val (fresh, _) = recover(dir, conf)
+    assertOracleAnswers(model, fresh)
+    o.close()
+  }
+
+  test("a round is due once a partition applied afterUpdates updates since its last snapshot, not before") {
+    val conf = new Configuration()
+    val dir = new Path(Files.createTempDirectory("snapshot-round-on-change-").toString)
+    var o = new Owner(dir, conf, afterUpdates = 150)
+    val model = new Oracle
+    val rnd = new Random(29)
+    // 4 partitions: 200 updates spread over them stay below 150 in each
+    epoch(o, model, rnd, 1, 200)
+    assert(!o.snapshotter.due && o.snapshotter.roundIfDue(SnapshotRound.Updates).isEmpty)
+    // epoch 2's U applies epoch 1's updates and a partition passes 150 (it counts applied updates)
+    (2 to 4).foreach(e => epoch(o, model, rnd, e, 300))
+    assert(o.snapshotter.due)
+    val round = o.snapshotter.roundIfDue(SnapshotRound.Updates)
+    assert(round.exists(r => r.written == 4 && r.trigger == SnapshotRound.Updates), round)
+    assert(!o.snapshotter.due, "the round took what was applied")
+    o.snapshotter.round()
+    assert(o.snapshotter.recentRounds.map(_.trigger) == Seq(SnapshotRound.Updates, SnapshotRound.Requested))
+    // A recovered owner does not count what its recovery replayed as new (here more than 150 per partition).
+    (5 to 6).foreach(e => epoch(o, model, rnd, e, 800))
+    o.close()
+    o = new Owner(dir, conf, afterUpdates = 150)
+    assert((0 until 4).forall(p => o.state.partition(p).updatesApplied >= 150) && !o.snapshotter.due)
     val (fresh, _) = recover(dir, conf)
     assertOracleAnswers(model, fresh)
     o.close()

@@ -94,11 +94,14 @@ def ss_load(spark, work: Path, keys: int, partitions: int) -> dict:
 
     out = {"load_s": bulk("load")}
     out["keys_after_load"] = st.progress()["keys"]
+    # Rounds taken on change (spark.sharedstate.snapshot.afterUpdates) inside the load, before it returned.
+    out["rounds_in_load"] = st.snapshot_rounds()
     t = time.perf_counter()
     out["snapshot_result"] = st.snapshot()
     out["snapshot_s"] = time.perf_counter() - t
     out["tail_s"] = bulk("tail")
     out["keys"] = st.progress()["keys"]
+    out["rounds"] = st.snapshot_rounds()
     out["bytes"] = {d.name: _du(d) for d in (root / "kv").iterdir() if d.is_dir()}
     return out
 

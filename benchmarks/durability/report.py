@@ -134,6 +134,20 @@ def write_report(out: Path) -> None:
             cell = f"{b:.1f} s{note}" if rocks else "not run"
             lines.append(f"| {k} | {what} | {a:.1f} s | {cell} | {ratio} |")
 
+        in_load = "; ".join(
+            f"{x['trigger']}: {x['snapshot_ms'] / 1000:.1f} s, {x['entries']:,} entries, "
+            f"writers waited {x['capture_ms'] / 1000:.3f} s"
+            for x in size["ss_load"].get("rounds_in_load", [])
+        )
+        rocks_flush = (
+            f"{r['rocks_snapshot_in_commit']:.1f} s flush + checkpoint inside the commit, summed over partitions"
+            if rocks
+            else ""
+        )
+        lines.append(
+            f"| {k} | snapshot work inside the load (ss: rounds on change, spark.sharedstate.snapshot.afterUpdates) "
+            f"| {in_load or 'none'} | {rocks_flush} | |"
+        )
         line("load K keys (one bulk load / one micro-batch)", r["ss_load"], r.get("rocks_load"))
         line(
             "snapshot (ss: snapshot round; rocks: a partition's commit until its zip is uploaded, slowest partition)",

@@ -167,11 +167,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--skip-rocks", action="store_true", help="only the sharedstate phases")
     p.add_argument("--repeat", type=int, default=1, help="runs per key count (median and spread in table.md)")
     p.add_argument(
+        "--no-delta-rounds",
+        action="store_true",
+        help="skip the two delta rounds after the recovery (their first changelog trim, a Delta-Spark DELETE, "
+        "takes minutes at 10M keys; they are not part of the compared numbers)",
+    )
+    p.add_argument(
         "--append",
         action="store_true",
         help="add these runs to the ones already in --out (so runs can be split over several lock holds)",
     )
     args = p.parse_args(argv)
+    if args.no_delta_rounds:
+        os.environ["DURABILITY_BENCH_DELTA_ROUNDS"] = "0"  # read by phases.py ss-recover
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(
         shlex.quote(a) for a in [".venv/bin/python", "benchmarks/durability/snapshot_recovery.py", *argv]

@@ -13,6 +13,7 @@ Spark's RocksDB state store with changelog checkpointing).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -94,11 +95,14 @@ def ss_load(spark, work: Path, keys: int, partitions: int) -> dict:
 
     out = {"load_s": bulk("load")}
     out["keys_after_load"] = st.progress()["keys"]
+    # Rounds taken on change (spark.sharedstate.snapshot.afterUpdates) inside the load, before it returned.
+    out["rounds_in_load"] = st.snapshot_rounds()
     t = time.perf_counter()
     out["snapshot_result"] = st.snapshot()
     out["snapshot_s"] = time.perf_counter() - t
     out["tail_s"] = bulk("tail")
     out["keys"] = st.progress()["keys"]
+    out["rounds"] = st.snapshot_rounds()
     out["bytes"] = {d.name: _du(d) for d in (root / "kv").iterdir() if d.is_dir()}
     return out
 
@@ -112,6 +116,8 @@ def ss_recover(spark, work: Path, keys: int, partitions: int) -> dict:
     # spot check against the input: the tail's value for a tail key, the load's for the others
     rows = {r["k"]: r["v"] for r in st.as_of().where("k < 20").collect()}
     out["sample"] = {str(k): v for k, v in sorted(rows.items())}
+    if os.environ.get("DURABILITY_BENCH_DELTA_ROUNDS", "1") == "0":
+        return out  # --no-delta-rounds
     # Delta snapshots (spark.sharedstate.snapshot.fullEvery, default 8): the recovered owner tracks the
     # keys its changelog replay changed, so its first round holds the tail's keys; then a 1% change.
     t = time.perf_counter()

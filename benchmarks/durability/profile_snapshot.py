@@ -6,8 +6,8 @@ is not disturbed mid-run), CPU samples of the round's window by bucket, and the 
 
 K keys are loaded once; each round after the first follows a change of K/1000 keys (every partition
 has a journal event since, so every round is full, as the benchmark's is). The first rounds warm the
-JIT; the profiled one is the last. Retention is off (`snapshot.retained` = 100), so the window is the
-snapshot part only. Prints one JSON object.
+JIT; the profiled one is the last, or the first with `--profile-round first` (the benchmark's
+round). Retention is off (`snapshot.retained` = 100), so the window is the snapshot part only. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ HERE = Path(__file__).resolve().parent
 
 # A sample lands in the first bucket whose marker is anywhere in its stack (checked in order).
 BUCKETS = [
-    ("capture (under the commit lock)", ["PartitionCapture$.of"]),
+    ("capture under the commit lock (PartitionCapture, fallback path)", ["PartitionCapture$.of"]),
     ("compress (zstd)", ["com.github.luben.zstd"]),
-    ("encode (SnapshotCodec)", ["SnapshotCodec", "CodecIO"]),
     ("Kernel Parquet write", ["io.delta.kernel.defaults.internal.parquet", "org.apache.parquet"]),
     ("Kernel commit / log replay", ["io.delta.kernel"]),
+    (
+        "snapshot pass: walk + encode (SnapshotPass, EntryWriter)",
+        ["SnapshotPass", "EntryWriter", "BigEndianBlocks", "SnapshotCodec", "CodecIO", "KeyTable"],
+    ),
     ("retention (Delta-Spark deletes)", ["Snapshotter.retain", "org.apache.spark.sql.delta"]),
     ("other sharedstate", ["io.sharedstate."]),
     ("other (Spark, py4j, JVM)", []),
@@ -98,6 +101,12 @@ def main() -> None:
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--driver-memory", default="6g")
+    p.add_argument(
+        "--profile-round",
+        choices=["first", "last"],
+        default="last",
+        help="the round profiled: the first (cold JIT, what the benchmark times) or the last (warm)",
+    )
     args = p.parse_args()
 
     from pyspark.sql import functions as F
@@ -127,6 +136,7 @@ def main() -> None:
         spark, "kv", key="k BIGINT", value="v BIGINT", partitions=args.partitions, root=str(scratch / "root")
     )
     rounds = []
+    windows = []
     for r in range(args.rounds):
         df = spark.range(args.keys if r == 0 else args.keys // 1000).select(
             F.col("id").alias("k"),
@@ -140,6 +150,7 @@ def main() -> None:
         result = st.snapshot()
         until = time.time()
         rounds.append({"wall_s": round(until - since, 3), "round": result})
+        windows.append((since, until))
     pid = str(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     subprocess.run(["jcmd", pid, "JFR.dump", "name=snap", f"filename={recording}"], check=True, capture_output=True)
     spark.stop()
@@ -150,7 +161,8 @@ def main() -> None:
         "partitions": args.partitions,
         "load_avg": os.getloadavg(),
         "rounds": rounds,
-        "profile_of_last_round": profile(recording, since, until),
+        "profiled_round": args.profile_round,
+        "profile": profile(recording, *windows[0 if args.profile_round == "first" else -1]),
     }
     print(json.dumps(out, indent=1))
 

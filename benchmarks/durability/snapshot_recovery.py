@@ -5,7 +5,8 @@ with changelog checkpointing on the same keyed input, in the same run (see bench
         --out benchmarks/results/durability/snapshot-recovery
 
 `--repeat N` runs each key count N times in a row (table.md then leads with the median and the
-spread, min to max, of each compared number over the runs).
+spread, min to max, of each compared number over the runs); `--append` adds the runs to those already
+in `--out`, so the runs of one table can be split over several holds of the benchmark lock.
 
 Per key count, each phase is a fresh Spark application (local[2]; driver 6 GB up to 2M keys, 12 GB above):
   stage          K rows (k BIGINT, v BIGINT, ts) and a tail of K/10 updates of other values, a minute later
@@ -165,14 +166,30 @@ def main(argv: list[str]) -> int:
     p.add_argument("--driver-memory", help="driver heap of every phase (default: 6g up to 2M keys, 12g above)")
     p.add_argument("--skip-rocks", action="store_true", help="only the sharedstate phases")
     p.add_argument("--repeat", type=int, default=1, help="runs per key count (median and spread in table.md)")
+    p.add_argument(
+        "--no-delta-rounds",
+        action="store_true",
+        help="skip the two delta rounds after the recovery (their first changelog trim, a Delta-Spark DELETE, "
+        "takes minutes at 10M keys; they are not part of the compared numbers)",
+    )
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add these runs to the ones already in --out (so runs can be split over several lock holds)",
+    )
     args = p.parse_args(argv)
+    if args.no_delta_rounds:
+        os.environ["DURABILITY_BENCH_DELTA_ROUNDS"] = "0"  # read by phases.py ss-recover
     args.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(
         shlex.quote(a) for a in [".venv/bin/python", "benchmarks/durability/snapshot_recovery.py", *argv]
     )
-    (args.out / "command.txt").write_text(command + "\n")
+    previous = args.out / "snapshot_recovery.json"
+    earlier = json.loads(previous.read_text()) if args.append and previous.exists() else None
+    with (args.out / "command.txt").open("a" if earlier else "w") as f:
+        f.write(command + "\n")
     scratch = Path(tempfile.mkdtemp(prefix="durability-bench-", dir=args.scratch))
-    log_file = (args.out / "log.txt").open("w")
+    log_file = (args.out / "log.txt").open("a" if earlier else "w")
 
     def log(msg: str) -> None:
         print(msg, flush=True)
@@ -187,18 +204,25 @@ def main(argv: list[str]) -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_avg_start": os.getloadavg(),
     }
-    sizes = []
+    sizes = earlier["sizes"] if earlier else []
+    # Each invocation's meta is kept (an appended run has its own commit, start and load).
+    metas = (earlier.get("runs_meta") or [earlier["meta"]] if earlier else []) + [meta]
+
+    def save() -> None:
+        previous.write_text(json.dumps({"meta": metas[0], "runs_meta": metas, "sizes": sizes}, indent=1))
+
     try:
         for keys in (int(k) for k in args.keys.split(",")):
-            for run in range(args.repeat):
+            done = sum(1 for s in sizes if s["keys"] == keys)
+            for run in range(done, done + args.repeat):
                 size = run_size(keys, args.partitions, scratch, args.driver_memory, args.skip_rocks, log)
-                sizes.append({**size, "run": run})
-            (args.out / "snapshot_recovery.json").write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
+                sizes.append({**size, "run": run, "git_commit": commit})
+                save()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     meta["load_avg_end"] = os.getloadavg()
-    (args.out / "snapshot_recovery.json").write_text(json.dumps({"meta": meta, "sizes": sizes}, indent=1))
+    save()
     write_report(args.out)
     return 0
 

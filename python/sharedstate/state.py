@@ -280,11 +280,19 @@ class State:
         changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md.
         Returns what the round did: written, unchanged, deltas (written as delta snapshots), entries
         and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed, snapshot_ms
-        (capture, encode, write: the round's wall time) and retention_ms (the retention deletes); summed
-        over the partitions, which run in parallel: lock_wait_ms, capture_ms (under the commit lock),
-        encode_ms and write_ms."""
+        (encode, write: the round's wall time) and retention_ms (the retention deletes); summed over the
+        partitions, which run in parallel: lock_wait_ms, capture_ms (holding the commit lock: what
+        writers waited for), encode_ms and write_ms; trigger (`request`) and started_millis."""
         with translated():
             return json.loads(api(self._spark).snapshot(self._jstate))
+
+    def snapshot_rounds(self) -> list[dict[str, Any]]:
+        """The newest snapshot rounds this application took of a durable State it owns (at most 32,
+        oldest first), each as `snapshot()` returns one, with its `trigger` (`request`, `interval`,
+        `updates`: a partition applied `spark.sharedstate.snapshot.afterUpdates` updates since its
+        last snapshot, `bulk load`: the same at the end of a bulk load) and `started_millis`."""
+        with translated():
+            return json.loads(api(self._spark).snapshotRounds(self._jstate))
 
     @property
     def root(self) -> str | None:

@@ -168,3 +168,60 @@ def test_delta_snapshots_hold_only_changed_keys_and_recover(spark, workdir, stat
     for t in probes:
         assert there["as_of"][t] == oracle_as_of(accepted, pd.Timestamp(t)), t
     assert pd.Timestamp(there["update"]) == u
+
+
+def test_rounds_start_on_change_at_a_bulk_loads_end_and_after_a_streaming_commit(spark, workdir, state_name):
+    """spark.sharedstate.snapshot.afterUpdates: a bulk load that makes a partition apply that many
+    updates returns with its data in snapshots; a smaller one starts no round; a streaming commit past
+    it starts one in the background (a delta on the bulk load's snapshot)."""
+    root = workdir / "root"
+    spark.conf.set("spark.sharedstate.snapshot.afterUpdates", "100")
+    try:
+        state = ss.State.create(spark, state_name, key="k BIGINT", value="v BIGINT", partitions=2, root=str(root))
+    finally:
+        spark.conf.unset("spark.sharedstate.snapshot.afterUpdates")
+
+    def load(n: int, first: int, t: str) -> None:
+        rows = spark.range(first, first + n).selectExpr("id AS k", "id * 7 AS v", f"TIMESTAMP '{t}' AS ts")
+        rows.write.format("sharedstate").mode("append").option("state", state_name).option("key", "k").option(
+            "time", "ts"
+        ).save()
+
+    load(600, 0, "2026-01-01 00:00:00")  # about 300 per partition
+    rounds = state.snapshot_rounds()
+    assert [r["trigger"] for r in rounds] == ["bulk load"], rounds
+    assert rounds[0]["written"] == 2 and rounds[0]["entries"] == 600, rounds
+    load(20, 600, "2026-01-01 00:01:00")  # about 10 per partition: below the threshold
+    assert len(state.snapshot_rounds()) == 1
+
+    # A stream with no lateness: each epoch's U is its newest time, so its rows below it are applied.
+    updates = workdir / "stream"
+    updates.mkdir()
+    start = pd.Timestamp("2026-01-01 00:02:00")
+    frame = pd.DataFrame(
+        {"k": range(1000, 1400), "v": range(400), "ts": [start + pd.Timedelta(seconds=i) for i in range(400)]}
+    )
+    frame.to_parquet(updates / "part-0.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
+    q = (
+        spark.readStream.schema("k BIGINT, v BIGINT, ts TIMESTAMP")
+        .parquet(str(updates))
+        .writeStream.format("sharedstate")
+        .option("state", state_name)
+        .option("key", "k")
+        .option("time", "ts")
+        .option("lateness", "0 seconds")
+        .option("checkpointLocation", str(workdir / "ck"))
+        .start()
+    )
+    try:
+        q.processAllAvailable()
+        wait_until(lambda: len(state.snapshot_rounds()) >= 2, timeout=60)
+    finally:
+        q.stop()
+    second = state.snapshot_rounds()[1]
+    assert second["trigger"] == "updates" and second["deltas"] == 2, second
+    assert second["entries"] >= 399, (
+        second
+    )  # the stream's keys (the newest may wait for the next U) and the small load's
+    snaps = DeltaTable(str(root / state_name / "snapshots")).to_pandas()
+    assert len(snaps.groupby(["partition", "snapshot_id"])) == 4

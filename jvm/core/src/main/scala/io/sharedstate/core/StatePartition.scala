@@ -33,8 +33,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private val compactedPairs = new AtomicLong()
   private val sweepLock = new ReentrantLock()
   // Keys whose entry changed since the last snapshot capture (null: not tracking, see trackChanges).
-  // Appliers add under the commit lock, as captures swap it; a compaction (off the commit lock) adds
-  // under the read lock, so a capture (write lock) never swaps between its publish and its add.
+  // Appliers add under the commit lock, as captures swap it; a compaction (off the commit lock)
+  // publishes and adds under the read lock, so a swap (write lock) never falls between the two.
   @volatile private var changed: java.util.Set[Key] = null
   private val changedSwap = new java.util.concurrent.locks.ReentrantReadWriteLock()
   private var sweepCursor: KeyTable#Cursor = null
@@ -316,13 +316,17 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
     val compacted = compaction.compact(set, horizon)
-    if ((compacted ne set) && entries.replace(key, set.packed, compacted.packed)) {
-      if (changed != null) {
-        changedSwap.readLock().lock()
-        try { val c = changed; if (c != null) c.add(key) }
-        finally changedSwap.readLock().unlock()
-      }
-      account(key, set, compacted, set.size - compacted.size)
+    if (compacted ne set) {
+      // Published and noted under the read lock: a tracking swap (write lock) never falls between the
+      // two, so a change published before a snapshot's boundary is in the set that boundary takes.
+      changedSwap.readLock().lock()
+      try
+        if (entries.replace(key, set.packed, compacted.packed)) {
+          val c = changed
+          if (c != null) c.add(key)
+          account(key, set, compacted, set.size - compacted.size)
+        }
+      finally changedSwap.readLock().unlock()
     }
     compacted
   }
@@ -367,7 +371,11 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
    * From now on, remembers which keys' entries change (applies and compactions), for delta
    * snapshots; see [[takeChangedKeys]]. Costs one set insert per changed entry; off unless called.
    */
-  def trackChanges(): Unit = if (changed == null) changed = java.util.concurrent.ConcurrentHashMap.newKeySet[Key]()
+  def trackChanges(): Unit = {
+    changedSwap.writeLock().lock()
+    try if (changed == null) changed = java.util.concurrent.ConcurrentHashMap.newKeySet[Key]()
+    finally changedSwap.writeLock().unlock()
+  }
 
   def tracksChanges: Boolean = changed != null
 

@@ -190,24 +190,30 @@ object SharedStateApi {
     json.writeValueAsString(state.readers.map { case (r, p) => r -> micros(p) }.asJava)
 
   /** [[StateHandle.snapshot]]: what the round did. */
-  def snapshot(state: StateHandle): String = {
-    val r = state.snapshot()
-    json.writeValueAsString(Map[String, Any](
-        "written" -> r.written,
-        "unchanged" -> r.unchanged,
-        "snapshots_removed" -> r.snapshotsRemoved,
-        "changelog_trimmed" -> r.changelogTrimmed,
-        "deltas" -> r.deltas,
-        "entries" -> r.entries,
-        "bytes" -> r.bytes,
-        "snapshot_ms" -> r.snapshotMs,
-        "retention_ms" -> r.retentionMs,
-        "lock_wait_ms" -> r.lockWaitMs,
-        "capture_ms" -> r.captureMs,
-        "encode_ms" -> r.encodeMs,
-        "write_ms" -> r.writeMs
-      ).asJava)
-  }
+  def snapshot(state: StateHandle): String = json.writeValueAsString(round(state.snapshot()))
+
+  /** [[StateHandle.snapshotRounds]]: the newest rounds, oldest first, each as [[snapshot]] gives one. */
+  def snapshotRounds(state: StateHandle): String =
+    json.writeValueAsString(state.snapshotRounds.map(round).asJava)
+
+  private def round(r: io.sharedstate.spark.durable.SnapshotRound): java.util.Map[String, Any] =
+    Map[String, Any](
+      "written" -> r.written,
+      "unchanged" -> r.unchanged,
+      "snapshots_removed" -> r.snapshotsRemoved,
+      "changelog_trimmed" -> r.changelogTrimmed,
+      "deltas" -> r.deltas,
+      "entries" -> r.entries,
+      "bytes" -> r.bytes,
+      "snapshot_ms" -> r.snapshotMs,
+      "retention_ms" -> r.retentionMs,
+      "lock_wait_ms" -> r.lockWaitMs,
+      "capture_ms" -> r.captureMs,
+      "encode_ms" -> r.encodeMs,
+      "write_ms" -> r.writeMs,
+      "trigger" -> r.trigger,
+      "started_millis" -> r.startedMillis
+    ).asJava
 
   private def micros(t: Long): Any = if (EventTime.isFinite(t)) t else null
   private def infinity(t: Long): String =

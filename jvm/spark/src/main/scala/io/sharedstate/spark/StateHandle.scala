@@ -53,6 +53,9 @@ final class StateHandle private[spark] (spark: SparkSession, val name: String) {
   /** Takes a snapshot round of a durable State now (see durable.Snapshotter); what it did. */
   def snapshot(): SnapshotRound = DurableStates.snapshot(name)
 
+  /** The newest snapshot rounds this application's owner took (on request, periodic, on change), oldest first. */
+  def snapshotRounds: Seq[SnapshotRound] = DurableStates.recentRounds(name)
+
   /** The root directory of a durable State's Delta tables; None for an in-memory State. */
   def root: Option[String] = DurableStates.rootOf(name)
 

@@ -9,12 +9,13 @@ import scala.collection.mutable.ArrayBuffer
  * snapshot stays small), then doubling up to `maxBlock`. Where DataOutputStream over a growable
  * array makes a virtual call per byte and copies the whole array at each growth and once more at the
  * end (at 1M entries the copies into fresh memory were a third of the encoding), a field here is one
- * bounds check and one store. [[sealedWithCrc]] appends the CRC-32 of everything before it.
+ * bounds check and one store. [[sealedWithCrc]] appends the CRC-32 of everything before it, computed
+ * when sealing (one sequential pass), so a caller may put a header in front that it only knows at
+ * the end ([[sealedAfter]]).
  */
 private[codec] final class BigEndianBlocks(maxBlock: Int) {
   require(maxBlock >= 16, s"blocks of at least 16 bytes, got $maxBlock")
   private val full = ArrayBuffer.empty[Array[Byte]]
-  private val crc = new java.util.zip.CRC32
   private var buf = new Array[Byte](math.min(maxBlock, 1 << 16))
   private var view = ByteBuffer.wrap(buf).order(ByteOrder.BIG_ENDIAN)
   private var n = 0
@@ -58,10 +59,21 @@ private[codec] final class BigEndianBlocks(maxBlock: Int) {
   def putBytes(b: Array[Byte]): Unit = { putInt(b.length); put(b) }
 
   /** Appends the CRC-32 of everything written so far (CodecIO's trailer); the blocks, in order, hold it all. */
-  def sealedWithCrc(): Array[Array[Byte]] = {
+  def sealedWithCrc(): Array[Array[Byte]] = seal(null)
+
+  /**
+   * `header`, then the blocks written here, with the CRC-32 of both appended: the blocks in order
+   * are `header` followed by this writer's bytes and the trailer.
+   */
+  def sealedAfter(header: Array[Byte]): Array[Array[Byte]] = header +: seal(header)
+
+  private def seal(header: Array[Byte]): Array[Array[Byte]] = {
+    val crc = new java.util.zip.CRC32
+    if (header != null) crc.update(header)
+    full.foreach(b => crc.update(b))
     crc.update(buf, 0, n)
     val sum = crc.getValue.toInt
-    // The trailer goes past the checksummed bytes: written without updating the CRC.
+    // The trailer goes past the checksummed bytes.
     val tail = Array((sum >>> 24).toByte, (sum >>> 16).toByte, (sum >>> 8).toByte, sum.toByte)
     var t = 0
     while (t < 4) {
@@ -72,9 +84,8 @@ private[codec] final class BigEndianBlocks(maxBlock: Int) {
     (full :+ last).toArray
   }
 
-  // The current block is full: checksummed and kept; the next one is up to twice its size.
+  // The current block is full: kept; the next one is up to twice its size.
   private def next(): Unit = {
-    crc.update(buf, 0, n)
     full += buf
     total += n
     buf = new Array[Byte](math.min(maxBlock.toLong, buf.length * 2L).toInt)

@@ -28,6 +28,27 @@ private[codec] object CodecIO {
       () => data.readInt())
   }
 
+  /**
+   * Checks that `bytes` hold one whole record (its magic, a supported version, its CRC-32 trailer
+   * matching what precedes it) before a reader hands any of it on; fails as [[readArray]] does.
+   */
+  def verify(bytes: Array[Byte], magic: Array[Byte], supported: Int, what: String): Unit = {
+    if (bytes.length < magic.length + 1 + 4) throw new SharedStateException(
+      s"Truncated $what: the data ends before the record does.")
+    if (!java.util.Arrays.equals(bytes, 0, magic.length, magic, 0, magic.length)) throw new SharedStateException(
+      s"Not a sharedstate $what: it starts with ${bytes.take(4).map(b => f"$b%02x").mkString} instead of '${new String(magic, UTF_8)}'.")
+    val version = bytes(magic.length) & 0xff
+    if (version < 1 || version > supported) throw new SharedStateException(
+      s"Unsupported $what format version $version: this engine reads versions 1 to $supported.")
+    val end = bytes.length - 4
+    val c = new CRC32
+    c.update(bytes, 0, end)
+    val stored = ((bytes(end) & 0xff) << 24) | ((bytes(end + 1) & 0xff) << 16) | ((bytes(end + 2) & 0xff) << 8) |
+      (bytes(end + 3) & 0xff)
+    if (stored != c.getValue.toInt) throw new SharedStateException(
+      s"Corrupt $what: CRC-32 ${Integer.toHexString(stored)} stored, ${Integer.toHexString(c.getValue.toInt)} computed.")
+  }
+
   private def readChecked[T](data: DataInputStream, magic: Array[Byte], supported: Int, what: String,
       body: (DataInputStream, Int) => T, checksum: () => Int, storedChecksum: () => Int): T =
     try {

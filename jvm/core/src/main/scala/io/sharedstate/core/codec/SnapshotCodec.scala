@@ -83,9 +83,33 @@ object SnapshotCodec {
 
   def write(c: PartitionCapture, out: OutputStream): Unit = out.write(encode(c))
 
-  def read(in: InputStream): PartitionSnapshot = CodecIO.read(in, Magic, Version, "partition snapshot")(readBody)
+  def read(in: InputStream): PartitionSnapshot =
+    CodecIO.read(in, Magic, Version, "partition snapshot")((d, v) => readBody(d, v, new Collected))
 
-  private def readBody(d: java.io.DataInputStream, version: Int): PartitionSnapshot = {
+  /** What a reader hands each part of a snapshot to, in order: the header, each entry, each staged update. */
+  private[codec] trait Sink[T] {
+    def header(state: String, partition: Int, partitionCount: Int, updateProgress: Long, delta: Boolean,
+        entries: Int): Unit
+    def entry(key: Key, set: ValueSet): Unit
+    def staged(key: Key, time: Long, value: Array[Byte]): Unit
+    def result(): T
+  }
+
+  // The decoded snapshot as a value (what `read` and `decode` return).
+  private final class Collected extends Sink[PartitionSnapshot] {
+    private var head: PartitionSnapshot = _
+    private val entries = IndexedSeq.newBuilder[(Key, ValueSet)]
+    private val stagedUpdates = IndexedSeq.newBuilder[(Key, Long, Array[Byte])]
+    def header(state: String, partition: Int, partitionCount: Int, u: Long, delta: Boolean, n: Int): Unit = {
+      head = PartitionSnapshot(state, partition, partitionCount, u, IndexedSeq.empty, IndexedSeq.empty, delta)
+      entries.sizeHint(n)
+    }
+    def entry(key: Key, set: ValueSet): Unit = entries += (key -> set)
+    def staged(key: Key, time: Long, value: Array[Byte]): Unit = stagedUpdates += ((key, time, value))
+    def result(): PartitionSnapshot = head.copy(entries = entries.result(), staged = stagedUpdates.result())
+  }
+
+  private def readBody[T](d: java.io.DataInputStream, version: Int, sink: Sink[T]): T = {
     val what = "partition snapshot"
     val state = CodecIO.readString(d, what)
     val partition = d.readInt()
@@ -97,29 +121,40 @@ object SnapshotCodec {
       case other => throw new io.sharedstate.core.SharedStateException(s"Corrupt $what: unknown kind $other.")
     })
     val n = CodecIO.count(d, what)
-    val entries = IndexedSeq.newBuilder[(Key, ValueSet)]
+    sink.header(state, partition, partitionCount, u, delta, n)
     var e = 0
     while (e < n) {
       val key = new Key(CodecIO.readBytes(d, what))
       val pairs = CodecIO.count(d, what)
-      val times = Array.fill(pairs)(d.readLong())
-      var i = 1
+      val times = new Array[Long](pairs)
+      var i = 0
       while (i < pairs) {
-        if (times(i) <= times(i - 1)) throw new io.sharedstate.core.SharedStateException(
+        times(i) = d.readLong()
+        if (i > 0 && times(i) <= times(i - 1)) throw new io.sharedstate.core.SharedStateException(
           s"Corrupt $what: timestamps of an entry are not ascending.")
         i += 1
       }
-      val values = Array.fill(pairs)(CodecIO.readBytes(d, what))
-      entries += (key -> ValueSet.of(times, values))
+      val values = new Array[Array[Byte]](pairs)
+      i = 0
+      while (i < pairs) { values(i) = CodecIO.readBytes(d, what); i += 1 }
+      sink.entry(key, ValueSet.of(times, values))
       e += 1
     }
     val s = CodecIO.count(d, what)
-    val staged = IndexedSeq.fill(s) {
+    var j = 0
+    while (j < s) {
       val key = new Key(CodecIO.readBytes(d, what))
       val time = d.readLong()
-      (key, time, CodecIO.readBytes(d, what))
+      sink.staged(key, time, CodecIO.readBytes(d, what))
+      j += 1
     }
-    PartitionSnapshot(state, partition, partitionCount, u, entries.result(), staged, delta)
+    sink.result()
+  }
+
+  /** `bytes` (one snapshot) read into `sink` as it is decoded; the checksum is verified before anything is handed over. */
+  private[codec] def readInto[T](bytes: Array[Byte], sink: Sink[T]): T = {
+    CodecIO.verify(bytes, Magic, Version, "partition snapshot")
+    CodecIO.readArray(bytes, Magic, Version, "partition snapshot")((d, v) => readBody(d, v, sink))
   }
 
   def encode(state: String, partition: StatePartition, partitionCount: Int, updateProgress: Long): Array[Byte] =
@@ -133,58 +168,35 @@ object SnapshotCodec {
    */
   def encodeBlocks(c: PartitionCapture, maxBlock: Int = DefaultMaxBlock): Array[Array[Byte]] = {
     val w = new BigEndianBlocks(maxBlock)
-    w.put(Magic)
-    w.putByte(if (c.delta) 2 else 1)
-    w.putBytes(c.state.getBytes(UTF_8))
-    w.putInt(c.partition)
-    w.putInt(c.partitionCount)
-    w.putLong(c.updateProgress)
-    if (c.delta) w.putByte(Delta)
     val es = c.entries
-    w.putInt(es.length)
-    var from = 0
-    while (from < es.length) {
-      val until = math.min(es.length, from + Ahead)
-      // First touch every entry of the block (key bytes, value set): these loads do not depend on
-      // each other, so their cache misses overlap instead of stalling the writes one entry at a time.
-      var touched = 0L
-      var i = from
-      while (i < until) {
-        val e = es(i)
-        touched += e._1.bytes.length + e._2.size
-        i += 1
-      }
-      w.readAhead += touched
-      i = from
-      while (i < until) {
-        val (k, set) = es(i)
-        w.putBytes(k.bytes)
-        val n = set.size
-        w.putInt(n)
-        var j = 0
-        while (j < n) { w.putLong(set.timeAt(j)); j += 1 }
-        j = 0
-        while (j < n) {
-          val len = set.valueLength(j)
-          w.putInt(len)
-          w.put(set.packedValues, set.valueOffset(j), len)
-          j += 1
-        }
-        i += 1
-      }
-      from = until
-    }
-    w.putInt(c.staged.length)
-    c.staged.foreach { case (k, t, v) => w.putBytes(k.bytes); w.putLong(t); w.putBytes(v) }
+    w.put(header(c.state, c.partition, c.partitionCount, c.updateProgress, c.delta, es.length))
+    val entries = new EntryWriter(w)
+    es.foreach { case (k, set) => entries.add(k, set) }
+    entries.flush()
+    writeStaged(w, c.staged)
     w.sealedWithCrc()
+  }
+
+  /** What precedes the entries: magic, version, state, partition, partition count, U, kind (a delta), entry count. */
+  private[codec] def header(state: String, partition: Int, partitionCount: Int, updateProgress: Long, delta: Boolean,
+      entries: Int): Array[Byte] = {
+    val name = state.getBytes(UTF_8)
+    val h = java.nio.ByteBuffer.allocate(Magic.length + 1 + 4 + name.length + 4 + 4 + 8 + (if (delta) 1 else 0) + 4)
+    h.put(Magic).put((if (delta) 2 else 1).toByte).putInt(name.length).put(name).putInt(partition)
+      .putInt(partitionCount).putLong(updateProgress)
+    if (delta) h.put(Delta.toByte)
+    h.putInt(entries).array()
+  }
+
+  /** The staged section: its count, then per update in arrival order its key, time and value. */
+  private[codec] def writeStaged(w: BigEndianBlocks, staged: Array[(Key, Long, Array[Byte])]): Unit = {
+    w.putInt(staged.length)
+    staged.foreach { case (k, t, v) => w.putBytes(k.bytes); w.putLong(t); w.putBytes(v) }
   }
 
   /** The largest block [[encodeBlocks]] writes by default (the snapshots table's chunk size). */
   val DefaultMaxBlock: Int = 4 << 20
 
-  // Entries touched ahead of writing them (see encode): enough misses in flight, still in L1/L2 when written.
-  private val Ahead = 64
-
   def decode(bytes: Array[Byte]): PartitionSnapshot =
-    CodecIO.readArray(bytes, Magic, Version, "partition snapshot")(readBody)
+    CodecIO.readArray(bytes, Magic, Version, "partition snapshot")((d, v) => readBody(d, v, new Collected))
 }

@@ -35,6 +35,7 @@ private[cluster] final class HostSnapshots(state: State) {
 
   /** The capture encoded: only the keys changed since snapshot `parent` when this host holds it, else every key. */
   def encode(p: Int, token: Long, parent: Long): Messages.EncodedCapture = {
+    HostSnapshots.beforeEncode(p)
     val c = captured(p, token)
     val reference = references.get(p)
     if (reference != null && parent >= 0 && reference._1 == parent) {
@@ -64,4 +65,10 @@ private[cluster] final class HostSnapshots(state: State) {
       s"State '${state.name}' partition $p: snapshot capture $token is not the host's latest (a newer round took one).")
     c._2
   }
+}
+
+private[cluster] object HostSnapshots {
+
+  /** Test hook: runs when a host starts encoding partition `p`'s capture (the driver lock is not held then). */
+  @volatile private[cluster] var beforeEncode: Int => Unit = _ => ()
 }

@@ -54,6 +54,17 @@ private[sharedstate] object SharedStateConf {
     "longest snapshot chain (full + deltas)")(
     atLeastOne("snapshots per chain, its full snapshot included; 1 = every snapshot full"))
 
+  /**
+   * Updates a partition applies after its last snapshot before a round is started for it (like a
+   * memtable flushed once it holds so much): in the background after a streaming commit, and at the
+   * end of a bulk load (which returns once its data is in snapshots). 0 = off.
+   */
+  val SnapshotAfterUpdates: Entry[Long] = Entry("spark.sharedstate.snapshot.afterUpdates", "1000000",
+    "updates a partition applies after its last snapshot before a round starts; 0 = off")((key, text) =>
+    text.toLongOption.filter(_ >= 0).getOrElse(throw new SharedStateException(
+        s"$key must be a whole number >= 0 (updates applied by a partition since its last snapshot; 0 = off), " +
+          s"got '$text'.")))
+
   /** How long an owner's lease lasts without renewal, in ms (it renews every third of it). */
   val OwnerLease: Entry[Long] = Entry("spark.sharedstate.owner.lease", "30 seconds",
     "how long an owner's lease lasts without renewal")(interval(zeroMeansOff = false))
@@ -143,6 +154,7 @@ private[sharedstate] object SharedStateConf {
     SnapshotInterval,
     SnapshotsRetained,
     SnapshotFullEvery,
+    SnapshotAfterUpdates,
     OwnerLease,
     FollowInterval,
     Executors,

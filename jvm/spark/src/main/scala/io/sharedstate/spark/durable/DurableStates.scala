@@ -164,8 +164,9 @@ private[sharedstate] object DurableStates extends Logging {
   /** Registers a cluster State's tables: its write tasks find their changelog target, snapshot rounds encode through `source`. */
   def attachCluster(spark: SparkSession, name: String, tables: DurableTables, source: SnapshotSource): Unit =
     synchronized {
-      val snapshotter =
-        new Snapshotter(spark, source, tables.log, tables.snapshots, SharedStateConf.SnapshotsRetained.read(spark))
+      // No restored chains: the hosts hold no stored capture after a rebuild, so each partition's first
+      // snapshot is full (a host asked for a delta without one answers in full anyway).
+      val snapshotter = ownerSnapshotter(spark, source, tables.log, tables.snapshots, Map.empty)
       open.put(
         name,
         Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
@@ -308,36 +309,73 @@ private[sharedstate] object DurableStates extends Logging {
       open.put(spec.name, Durable(root, log, snapshots, target, rejected, None, None, lease, readOnly, Some(follower)))
       return state
     }
-    val snapshotter = new Snapshotter(
-      spark,
-      SnapshotSource.local(state, journal),
-      log,
-      snapshots,
-      SharedStateConf.SnapshotsRetained.read(spark),
-      SharedStateConf.SnapshotFullEvery.read(spark),
-      recovered.chains
-    )
+    val snapshotter = ownerSnapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, recovered.chains)
     val schedule = this.schedule(spark, spec.name, snapshotter)
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
 
-  // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0).
+  /**
+   * The snapshot rounds of a State this application owns, local or cluster alike: retention and the
+   * chain length from the session's conf, `restored` the chain each partition was recovered from.
+   */
+  private[durable] def ownerSnapshotter(spark: SparkSession, source: SnapshotSource, log: DeltaChangelog,
+      snapshots: SnapshotTable, restored: Map[Int, SnapshotChain]): Snapshotter =
+    new Snapshotter(
+      spark,
+      source,
+      log,
+      snapshots,
+      SharedStateConf.SnapshotsRetained.read(spark),
+      SharedStateConf.SnapshotFullEvery.read(spark),
+      restored,
+      SharedStateConf.SnapshotAfterUpdates.read(spark)
+    )
+
+  // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0), and once
+  // a partition applied spark.sharedstate.snapshot.afterUpdates updates since its last snapshot (looked
+  // at every ChangeCheckMs; none when it is 0). One thread: the two kinds never overlap.
   private def schedule(
       spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
     val intervalMs = SharedStateConf.SnapshotInterval.read(spark)
-    if (intervalMs <= 0) None
+    val onChange = SharedStateConf.SnapshotAfterUpdates.read(spark) > 0
+    if (intervalMs <= 0 && !onChange) None
     else Some {
       val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
         val t = new Thread(r, s"sharedstate-snapshots-$name"); t.setDaemon(true); t
       }
-      executor.scheduleWithFixedDelay(() =>
-          try snapshotter.round()
-          catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) },
-        intervalMs, intervalMs, TimeUnit.MILLISECONDS)
+      def guarded(body: => Unit): Runnable = () =>
+        try body
+        catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) }
+      if (intervalMs > 0)
+        executor.scheduleWithFixedDelay(guarded(snapshotter.round(SnapshotRound.Interval)), intervalMs, intervalMs,
+          TimeUnit.MILLISECONDS)
+      if (onChange)
+        executor.scheduleWithFixedDelay(guarded(snapshotter.roundIfDue(SnapshotRound.Updates)), ChangeCheckMs,
+          ChangeCheckMs, TimeUnit.MILLISECONDS)
       executor
     }
   }
+
+  /** How often the background thread looks whether a round on change is due. */
+  private val ChangeCheckMs = 500L
+
+  /**
+   * After a bulk load of `name` committed: a round if one is due on change (see
+   * spark.sharedstate.snapshot.afterUpdates), so a large load returns with its data in snapshots. A
+   * failed round is logged: the load itself is committed.
+   */
+  def afterBulkLoad(name: String): Option[SnapshotRound] = Option(open.get(name)).flatMap(_.snapshotter).flatMap {
+    s =>
+      try s.roundIfDue(SnapshotRound.BulkLoad)
+      catch {
+        case NonFatal(e) => logWarning(s"State $name: the snapshot round after a bulk load failed", e); None
+      }
+  }
+
+  /** The newest snapshot rounds of the durable State `name` this application owns, oldest first. */
+  def recentRounds(name: String): Seq[SnapshotRound] =
+    Option(open.get(name)).flatMap(_.snapshotter).map(_.recentRounds).getOrElse(Nil)
 
   private val beforeRelease = new ConcurrentHashMap[String, () => Unit]()
 

@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.State
-import io.sharedstate.core.codec.SnapshotCodec
+import io.sharedstate.core.codec.SnapshotPass
 
 /**
  * What a snapshot round encodes: each partition at a commit boundary, with the journal position it
@@ -24,6 +24,9 @@ private[sharedstate] trait SnapshotSource {
    * If the result is not stored, call its `unstored` so the next delta still holds its keys; once stored, its `stored`.
    */
   def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition
+
+  /** Updates partition `p` has applied so far (a running count), or -1 when not known here (cluster hosts). */
+  def updatesApplied(p: Int): Long = -1L
 
   /** Runs `body` while no commit (nor progress event) of the State runs. */
   def betweenCommits[T](body: => T): T
@@ -55,29 +58,29 @@ private[sharedstate] object SnapshotSource {
   /** A State in this JVM and its journal. */
   def local(state: State, journal: DeltaJournal): SnapshotSource = new SnapshotSource {
     override def partitionCount: Int = state.partitionCount
-    override def tracksChanges: Boolean = state.partition(0).tracksChanges
-    // Captured under the commit lock (references to the immutable entries), encoded after it.
+    // Decided once (recovery starts the tracking of an owner that keeps chains): while a round runs, a
+    // partition that does not keep chains tracks for the length of its own pass (SnapshotPass).
+    private val chains = (0 until state.partitionCount).forall(state.partition(_).tracksChanges)
+    override def tracksChanges: Boolean = chains
+    // Encoded in one pass over the live partition, exact at the commit boundary it ends at (SnapshotPass):
+    // writers wait only for the pass's two boundaries.
     override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition = {
-      val asked = System.nanoTime()
-      val (capture, (seq, version, u)) = state.capturePartitionWith(p, delta, startChain = tracksChanges)(
+      val (e, (seq, version, u)) = SnapshotPass.encode(state, p, delta, startChain = tracksChanges)(
         (journal.lastSeq, journal.lastVersion, state.updateProgress))
-      val captured = System.nanoTime()
-      val blocks =
-        try SnapshotCodec.encodeBlocks(capture).toIndexedSeq
-        catch { case e: Throwable => state.returnChanged(capture); throw e }
       EncodedPartition(
-        blocks,
+        e.blocks.toIndexedSeq,
         seq,
         u,
         version,
-        delta,
-        capture.entries.length,
-        () => state.returnChanged(capture),
-        lockWaitNanos = math.max(0L, captured - asked - capture.captureNanos),
-        captureNanos = capture.captureNanos,
-        encodeNanos = System.nanoTime() - captured
+        e.delta,
+        e.entries,
+        () => SnapshotPass.returnChanged(state, e),
+        lockWaitNanos = e.lockWaitNanos,
+        captureNanos = e.lockedNanos,
+        encodeNanos = e.encodeNanos
       )
     }
+    override def updatesApplied(p: Int): Long = state.partition(p).updatesApplied
     override def betweenCommits[T](body: => T): T = state.betweenCommits(body)
     override def checkHealthy(): Unit = journal.checkHealthy()
   }

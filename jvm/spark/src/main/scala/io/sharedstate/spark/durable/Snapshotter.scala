@@ -13,11 +13,22 @@ import org.apache.spark.sql.SparkSession
  * deletes after. Summed over the partitions (so they may add up to more than `snapshotMs`):
  * `lockWaitMs` waiting for the commit lock, `captureMs` capturing under it (the only time writers
  * wait for the round), `encodeMs` encoding, `writeMs` writing the Parquet files and committing them.
+ * `trigger`: what started it (`request`: State.snapshot(); `interval`: the periodic round; `updates`:
+ * a partition applied `spark.sharedstate.snapshot.afterUpdates` updates since its last snapshot;
+ * `bulk load`: the same, at the end of a bulk load); `startedMillis`: when (epoch milliseconds).
  */
 final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: Boolean,
     changelogTrimmed: Boolean,
     deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L,
-    lockWaitMs: Long = 0L, captureMs: Long = 0L, encodeMs: Long = 0L, writeMs: Long = 0L)
+    lockWaitMs: Long = 0L, captureMs: Long = 0L, encodeMs: Long = 0L, writeMs: Long = 0L,
+    trigger: String = SnapshotRound.Requested, startedMillis: Long = 0L)
+
+object SnapshotRound {
+  val Requested = "request"
+  val Interval = "interval"
+  val Updates = "updates"
+  val BulkLoad = "bulk load"
+}
 
 /**
  * Takes snapshots of a durable State while updates keep flowing, and applies the retention policy.
@@ -39,12 +50,36 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
  * are always at least `retained` points to recover from, and every kept snapshot is one. Before the
  * changelog delete, the changelog records per partition the journal event it is trimmed through
  * ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
+ *
+ * Rounds on change (`afterUpdates` > 0): a round is due once some partition has applied that many
+ * updates since its last snapshot ([[roundIfDue]]), as a memtable is flushed once it holds so much;
+ * the source's counts say (a source that cannot count, a cluster's, is never due).
  */
 private[sharedstate] final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
-    snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty)
+    snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty,
+    afterUpdates: Long = 0L)
     extends Logging {
   require(retained >= 1, s"at least one snapshot per partition must be retained, got $retained")
   require(fullEvery >= 1, s"a snapshot chain has at least its full snapshot, got fullEvery = $fullEvery")
+  require(afterUpdates >= 0, s"afterUpdates must be >= 0, got $afterUpdates")
+
+  // Per partition, its count of applied updates when its newest snapshot was taken (what a recovery
+  // replayed counts as held: a round on change starts only after new updates).
+  private val appliedAt: Array[Long] = Array.tabulate(state.partitionCount)(state.updatesApplied)
+  // The newest rounds, oldest first (what State.snapshot_rounds() lists).
+  private val recent = scala.collection.mutable.Queue.empty[SnapshotRound]
+
+  /** Whether some partition applied `afterUpdates` updates since its last snapshot (never when 0). */
+  def due: Boolean = afterUpdates > 0 && (0 until state.partitionCount).exists { p =>
+    val applied = state.updatesApplied(p)
+    applied >= 0 && applied - appliedAt(p) >= afterUpdates
+  }
+
+  /** A round, tagged `trigger`, if one is [[due]]. */
+  def roundIfDue(trigger: String): Option[SnapshotRound] = synchronized(if (due) Some(round(trigger)) else None)
+
+  /** The newest rounds of this owner (at most [[Snapshotter.Recent]]), oldest first. */
+  def recentRounds: Seq[SnapshotRound] = synchronized(recent.toList)
 
   // Per partition, the chain its change tracking is relative to (None: the next snapshot is full).
   private val chains: Array[Option[SnapshotChain]] = Array.tabulate(state.partitionCount)(restored.get)
@@ -54,8 +89,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
   /** Test hook: runs after partition `p` is encoded, before its files are written (outside every lock). */
   @volatile private[durable] var beforeWrite: Int => Unit = _ => ()
 
-  def round(): SnapshotRound = synchronized {
+  def round(trigger: String = SnapshotRound.Requested): SnapshotRound = synchronized {
     state.checkHealthy()
+    val startedMillis = System.currentTimeMillis()
     val started = System.nanoTime()
     val deltasAllowed = fullEvery > 1 && state.tracksChanges && snapshots.recordsChains
     val known = stored()
@@ -74,6 +110,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       try snapshots.commit(taken.map(_.files))
       catch { case err: Throwable => taken.foreach(_.e.unstored()); throw err }
       taken.foreach { t =>
+        if (t.applied >= 0) appliedAt(t.p) = t.applied
         val size = t.e.size
         chains(t.p) = Some(t.chain.fold(SnapshotChain.started(t.e.journalSeq, size))(_.extended(t.e.journalSeq, size)))
         known(t.p) = SnapshotLink(t.e.journalSeq, t.e.updateProgress, t.chain.map(_.baseId), t.chain.map(_.tipId)) +:
@@ -90,7 +127,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     val retaining = System.nanoTime()
     val (removed, trimmed) = retain()
     def ms(nanos: Seq[Long]) = nanos.sum / 1000000L
-    SnapshotRound(
+    val done = SnapshotRound(
       taken.size,
       state.partitionCount - taken.size,
       removed,
@@ -103,8 +140,13 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       lockWaitMs = ms(taken.map(_.e.lockWaitNanos)),
       captureMs = ms(taken.map(_.e.captureNanos)),
       encodeMs = ms(taken.map(_.e.encodeNanos)),
-      writeMs = ms(taken.map(_.writeNanos) :+ commitNanos)
+      writeMs = ms(taken.map(_.writeNanos) :+ commitNanos),
+      trigger = trigger,
+      startedMillis = startedMillis
     )
+    recent.enqueue(done)
+    while (recent.size > Snapshotter.Recent) recent.dequeue()
+    done
   }
 
   // One partition's snapshot: captured, encoded and its files written (the round commits them); None
@@ -113,9 +155,14 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       target: SnapshotTarget): Option[Taken] = {
     // A delta only on the chain the partition's tracking is relative to, and only if it is still the newest.
     val chain = chains(p).filter(c => deltasAllowed && newest.contains(c.tipId) && c.takesDelta(fullEvery))
+    // Read before the pass: updates applied during it may be after its boundary (the next round's).
+    val applied = state.updatesApplied(p)
     val e = state.encode(p, delta = chain.nonEmpty, parent = chain.fold(-1L)(_.tipId))
-    if (newest.contains(e.journalSeq)) { e.unstored(); None } // no journal event since: nothing to store
-    else {
+    if (newest.contains(e.journalSeq)) { // no journal event since: nothing to store
+      e.unstored()
+      if (applied >= 0) appliedAt(p) = applied
+      None
+    } else {
       // A source may answer a delta request with a full snapshot (a cluster host without the chain's keys).
       val link = chain.filter(_ => e.delta)
       val writing = System.nanoTime()
@@ -125,7 +172,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
           snapshots.writeFiles(target, p, e.journalSeq, e.updateProgress, e.changelogVersion, e.blocks,
             link.map(c => (c.baseId, c.tipId)))
         } catch { case err: Throwable => e.unstored(); throw err }
-      Some(Taken(p, e, link, files, System.nanoTime() - writing))
+      Some(Taken(p, e, link, files, System.nanoTime() - writing, applied))
     }
   }
 
@@ -191,6 +238,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
 
 private[sharedstate] object Snapshotter {
 
+  /** Rounds kept in [[Snapshotter.recentRounds]]. */
+  val Recent = 32
+
   /**
    * Where rounds capture, encode and write their partitions: one thread per core (at least 2, so a
    * partition's Kernel write overlaps the next one's encoding), shared by every State's rounds, daemon
@@ -209,6 +259,6 @@ private[sharedstate] object Snapshotter {
 }
 
 // A partition's snapshot in a round: its files (not yet committed), the chain it extends (None: a
-// full snapshot) and how long writing its files took.
+// full snapshot), how long writing its files took and the partition's applied count before its pass.
 private final case class Taken(p: Int, e: EncodedPartition, chain: Option[SnapshotChain], files: SnapshotFiles,
-    writeNanos: Long)
+    writeNanos: Long, applied: Long)

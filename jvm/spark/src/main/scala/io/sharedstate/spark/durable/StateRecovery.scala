@@ -1,7 +1,7 @@
 package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{EventTime, GroupAdvance, RejectedUpdate, State, StateReplay, UpdateBatch}
-import io.sharedstate.core.codec.{PartitionSnapshot, SnapshotCodec}
+import io.sharedstate.core.codec.SnapshotRestore
 import ChangelogSchema.{AppliedWriter, Events, JournalPartition}
 import java.util.concurrent.{Callable, Executors}
 import java.util.concurrent.atomic.AtomicInteger
@@ -49,12 +49,13 @@ private[sharedstate] object StateRecovery {
     val filesRead = new AtomicInteger()
     val (rows, restored, version) =
       try {
-        // Per partition: its newest link's id and changelog version, the decoded chain, and its summary.
-        def readChain(p: Int): Option[(Long, Option[Long], Seq[PartitionSnapshot], SnapshotChain)] =
+        // Per partition: its chain read and loaded into the State as it is decoded (the partitions in
+        // parallel: the State is not in use yet), then its newest link's id, changelog version and summary.
+        def readChain(p: Int): Option[(Long, Option[Long], SnapshotChain)] =
           if (!rebuilds(p)) None
           else snapshots.map(pick(_, p)).filter(_.nonEmpty).map { chain =>
-            val decoded = chain.map(s => SnapshotCodec.decode(s.bytes))
-            (chain.last.id, chain.last.changelogVersion, decoded, SnapshotChain.of(chain).get)
+            SnapshotRestore.loadChain(state, chain.map(_.bytes))
+            (chain.last.id, chain.last.changelogVersion, SnapshotChain.of(chain).get)
           }
         val snapshotReads = (0 until n).map(p => pool.submit(() => readChain(p)))
         val restored = snapshotReads.map(_.get())
@@ -79,7 +80,6 @@ private[sharedstate] object StateRecovery {
     // Per partition, the last journal event its snapshot holds (-1: no snapshot, replay everything).
     val holdsUpTo = restored.map(_.fold(-1L)(_._1))
     checkComplete(state.name, log, snapshots, version, rows, holdsUpTo, rebuilds)
-    restored.flatten.foreach { case (_, _, chain, _) => state.restorePartitionChain(chain) }
     if (trackChanges) state.trackChanges()
     val replayed = replayEvents(state, rows, after = -1L, holdsUpTo, log.path)
     rejected.foreach { table =>
@@ -88,7 +88,7 @@ private[sharedstate] object StateRecovery {
       if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
     }
     Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get,
-      restored.zipWithIndex.collect { case (Some((_, _, _, chain)), p) => p -> chain }.toMap)
+      restored.zipWithIndex.collect { case (Some((_, _, chain)), p) => p -> chain }.toMap)
   }
 
   // The tables hold everything the rebuild needs (see StateIntegrity): a changelog that had files has

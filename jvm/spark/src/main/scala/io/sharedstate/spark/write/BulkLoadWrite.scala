@@ -36,6 +36,11 @@ private[sharedstate] final class BulkLoadWrite(options: UpdateOptions) extends B
       new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages, finish = true)
     logInfo(s"State ${state.name}: bulk load $writer committed (accepted ${outcome.accepted}, " +
       s"rejected ${outcome.rejected}, U=${EventTime.show(state.updateProgress)})")
+    // A load that filled a partition past spark.sharedstate.snapshot.afterUpdates returns once its data
+    // is in snapshots (as a load batch on RocksDB flushes its memtables): recovery then reads it there.
+    DurableStates.afterBulkLoad(options.stateName).foreach(r =>
+      logInfo(s"State ${state.name}: snapshot round after the bulk load: ${r.written} snapshot(s), " +
+        s"${r.entries} entries in ${r.snapshotMs} ms"))
   }
 
   override def abort(messages: Array[WriterCommitMessage]): Unit = {

@@ -247,11 +247,26 @@ class DurableClusterSuite extends AnyFunSuite {
       assert(delta.written == 4 && delta.deltas == 4 && delta.entries == 3, delta)
       epoch(2L, Seq(3, 9))
       assert(snapshotter.round().entries == 2)
-      // A fresh State rebuilt from the chains (full + two deltas each) answers as the oracle does.
+      // Hosts encode outside the driver lock: a commit (it takes the driver lock and reaches every host)
+      // lands while partition 0's owner is encoding its capture, and the round then completes.
+      epoch(3L, Seq(1, 2, 3, 4))
+      val landed = new java.util.concurrent.CountDownLatch(1)
+      HostSnapshots.beforeEncode = p =>
+        if (p == 0 && landed.getCount > 0) {
+          new Thread(() => { epoch(4L, Seq(0, 5, 9)); landed.countDown() }).start()
+          if (!landed.await(120, java.util.concurrent.TimeUnit.SECONDS))
+            throw new AssertionError("a commit waited for a host's snapshot encoding")
+        }
+      val fourth =
+        try snapshotter.round()
+        finally HostSnapshots.beforeEncode = _ => ()
+      assert(landed.getCount == 0 && fourth.written == 4 && fourth.deltas == 4, fourth)
+      // A fresh State rebuilt from the chains (full + three deltas each) and the changelog after them
+      // (the commit that landed during the round) answers as the oracle does.
       val fresh = new State(spec)
       StateRecovery.replay(fresh, log, Some(snapshots), rejected = None)
-      assert((0 until 4).forall(p => snapshots.latestChain(p).size == 3))
-      for (k <- 0 until 200; t <- Seq(50L, 150L, 250L, 1000L))
+      assert((0 until 4).forall(p => snapshots.latestChain(p).size == 4))
+      for (k <- 0 until 200; t <- Seq(50L, 150L, 250L, 350L, 450L, 1000L))
         assertSame(fresh.fetch(FetchRequest(new Key(key(k)), t)), oracle.fetch(FetchRequest(new Key(key(k)), t)))
     } finally { serverA.shutdown(); serverB.shutdown() }
   }

@@ -12,6 +12,7 @@ class SharedStateConfSuite extends AnyFunSuite {
     assert(SharedStateConf.SnapshotInterval.read(conf) == 10L * 60 * 1000)
     assert(SharedStateConf.SnapshotsRetained.read(conf) == 2)
     assert(SharedStateConf.SnapshotFullEvery.read(conf) == 8)
+    assert(SharedStateConf.SnapshotAfterUpdates.read(conf) == 1000000L)
     assert(SharedStateConf.OwnerLease.read(conf) == 30000L)
     assert(SharedStateConf.FollowInterval.read(conf) == 1000L)
     assert(SharedStateConf.Executors.read(conf).isEmpty)
@@ -39,6 +40,7 @@ class SharedStateConfSuite extends AnyFunSuite {
     for ((entry, bad, says) <- Seq[(SharedStateConf.Entry[_], String, String)](
         (SharedStateConf.SnapshotsRetained, "0", ">= 1"),
         (SharedStateConf.SnapshotFullEvery, "many", ">= 1"),
+        (SharedStateConf.SnapshotAfterUpdates, "-1", ">= 0"),
         (SharedStateConf.OwnerLease, "soon", "interval"),
         (SharedStateConf.Executors, "-2", ">= 1"),
         (SharedStateConf.HostWaitTimeout, "a while", "duration"),

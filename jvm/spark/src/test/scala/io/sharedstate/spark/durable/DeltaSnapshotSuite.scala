@@ -60,8 +60,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     private val tables =
       new OwnedTables(dir, conf, "delta-snapshot-suite", Option.when(legacyTable)(SnapshotTable.withoutChains))
     val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
-    private val target = log.target(spec.partitions)
-    private val lease = tables.lease
+    val target: ChangelogTarget = log.target(spec.partitions)
+    val lease: OwnerLease = tables.lease
     val state = new State(spec)
     val recovered: Recovered = StateRecovery.replay(state, log, Some(snapshots), Some(rejected), trackChanges = true)
     val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
@@ -274,5 +274,42 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     assertOracleAnswers(model, fresh, 0L, 5000L)
     fresh.close()
     o.close()
+  }
+
+  test(
+    "a cluster owner's rounds (DurableStates.attachCluster) take deltas as spark.sharedstate.snapshot.fullEvery says") {
+    val dir = new Path(Files.createTempDirectory("delta-cluster-owner-").toString)
+    val o = new Owner(dir, fullEvery = 1)
+    val asked = mutable.ArrayBuffer.empty[(Int, Boolean)]
+    // The rounds of a cluster State encode through its controller; here the owner's local source stands
+    // in for it, recording what each round asks for (a cluster source says it takes deltas).
+    val local = SnapshotSource.local(o.state, o.journal)
+    val source = new SnapshotSource {
+      override def partitionCount: Int = local.partitionCount
+      override def tracksChanges: Boolean = true
+      override def encode(p: Int, delta: Boolean, parent: Long): EncodedPartition =
+        asked.synchronized { asked += (p -> delta); local.encode(p, delta, parent) }
+      override def betweenCommits[T](body: => T): T = local.betweenCommits(body)
+      override def checkHealthy(): Unit = local.checkHealthy()
+    }
+    val session = spark.newSession()
+    session.conf.set("spark.sharedstate.snapshot.fullEvery", "2")
+    session.conf.set("spark.sharedstate.snapshot.interval", "0")
+    session.conf.set("spark.sharedstate.snapshot.retained", "100")
+    val model = new Oracle
+    val rnd = new Random(41)
+    DurableStates.attachCluster(session, spec.name,
+      DurableTables(dir.toString, o.log, o.snapshots, o.target, o.rejected, o.lease), source)
+    try {
+      val rounds = (1 to 3).map { e =>
+        epoch(o, model, rnd, e, 60)
+        DurableStates.snapshot(spec.name)
+      }
+      // fullEvery = 2: full, delta, full (the chain is cut at two links)
+      assert(rounds.map(_.deltas) == Seq(0, 2, 0), rounds)
+      assert(asked.groupBy(_._1).values.forall(_.map(_._2).toSeq == Seq(false, true, false)), asked)
+      val (recovered, _) = recover(dir)
+      assertSameContents(o.state, recovered)
+    } finally { DurableStates.forget(spec.name); o.close() }
   }
 }

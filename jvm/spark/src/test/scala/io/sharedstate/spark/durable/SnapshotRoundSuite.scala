@@ -36,18 +36,22 @@ class SnapshotRoundSuite extends AnyFunSuite {
     def latest(k: Int, t: Long): Option[(Long, String)] = applied.get(k).flatMap(_.rangeTo(t).lastOption)
   }
 
-  /** A durable State under `dir` as DurableStates owns one (its tables opened with `conf`). */
-  private final class Owner(val dir: Path, conf: Configuration) {
+  /**
+   * A durable State under `dir` as DurableStates owns one (its tables opened with `conf`); `tracked`:
+   * it keeps delta chains (fullEvery 4), else every snapshot is full and no key is tracked between rounds.
+   */
+  private final class Owner(val dir: Path, conf: Configuration, tracked: Boolean = true, afterUpdates: Long = 0L) {
     private val tables = new OwnedTables(dir, conf, "snapshot-round-suite")
     val (log, snapshots, rejected) = (tables.log, tables.snapshots, tables.rejected)
     private val target = log.target(spec.partitions)
     val state = new State(spec)
-    val recovered: Recovered = StateRecovery.replay(state, log, Some(snapshots), Some(rejected), trackChanges = true)
+    val recovered: Recovered =
+      StateRecovery.replay(state, log, Some(snapshots), Some(rejected), trackChanges = tracked)
     val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, tables.lease)
     state.attachJournal(journal)
     state.registerWriter("w")
     val snapshotter = new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 100,
-      fullEvery = 4, recovered.chains)
+      fullEvery = if (tracked) 4 else 1, recovered.chains, afterUpdates)
 
     def commit(epoch: Long, updates: Seq[(Int, Long, String)], progress: Long): Unit = {
       val b = new UpdateBatch
@@ -187,6 +191,56 @@ class SnapshotRoundSuite extends AnyFunSuite {
     assert(recovered.dataFilesRead > 0)
     assertOracleAnswers(model, fresh)
     fresh.close()
+    o.close()
+  }
+
+  test("without delta chains, a round's parallel passes stay full while another partition's pass tracks its keys") {
+    val conf = new Configuration()
+    val dir = new Path(Files.createTempDirectory("snapshot-round-untracked-").toString)
+    val o = new Owner(dir, conf, tracked = false)
+    val model = new Oracle
+    val rnd = new Random(23)
+    (1 to 3).foreach(e => epoch(o, model, rnd, e, 200))
+    // A pass on a partition that does not track changes tracks for its own length: another partition's
+    // pass running meanwhile must not take that for chain tracking (it would ask that partition for
+    // changed keys it does not keep). Partition 0 tracking here stands for such a pass in flight.
+    o.state.partition(0).trackChanges()
+    val round =
+      try o.snapshotter.round()
+      finally o.state.cancelPreCopy(Seq(0))
+    assert(round.written == 4 && round.deltas == 0, round)
+    epoch(o, model, rnd, 4, 100)
+    assert(o.snapshotter.round().deltas == 0)
+    assert((0 until 4).forall(p => !o.state.partition(p).tracksChanges), "no pass left a partition tracking")
+    val (fresh, _) = recover(dir, conf)
+    assertOracleAnswers(model, fresh)
+    o.close()
+  }
+
+  test("a round is due once a partition applied afterUpdates updates since its last snapshot, not before") {
+    val conf = new Configuration()
+    val dir = new Path(Files.createTempDirectory("snapshot-round-on-change-").toString)
+    var o = new Owner(dir, conf, afterUpdates = 150)
+    val model = new Oracle
+    val rnd = new Random(29)
+    // 4 partitions: 200 updates spread over them stay below 150 in each
+    epoch(o, model, rnd, 1, 200)
+    assert(!o.snapshotter.due && o.snapshotter.roundIfDue(SnapshotRound.Updates).isEmpty)
+    // epoch 2's U applies epoch 1's updates and a partition passes 150 (it counts applied updates)
+    (2 to 4).foreach(e => epoch(o, model, rnd, e, 300))
+    assert(o.snapshotter.due)
+    val round = o.snapshotter.roundIfDue(SnapshotRound.Updates)
+    assert(round.exists(r => r.written == 4 && r.trigger == SnapshotRound.Updates), round)
+    assert(!o.snapshotter.due, "the round took what was applied")
+    o.snapshotter.round()
+    assert(o.snapshotter.recentRounds.map(_.trigger) == Seq(SnapshotRound.Updates, SnapshotRound.Requested))
+    // A recovered owner does not count what its recovery replayed as new (here more than 150 per partition).
+    (5 to 6).foreach(e => epoch(o, model, rnd, e, 800))
+    o.close()
+    o = new Owner(dir, conf, afterUpdates = 150)
+    assert((0 until 4).forall(p => o.state.partition(p).updatesApplied >= 150) && !o.snapshotter.due)
+    val (fresh, _) = recover(dir, conf)
+    assertOracleAnswers(model, fresh)
     o.close()
   }
 }

@@ -297,6 +297,10 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
 
+  /** Stage one of a batched look-up of `key` (see [[KeyTable.Lookups]]). */
+  private[core] def start(lookups: KeyTable.Lookups, j: Int, key: Key): Unit =
+    entries.start(lookups, j, key, key.hashCode)
+
   def get(key: Key): ValueSet = {
     val packed = entries.get(key)
     if (packed == null) null else new ValueSet(packed)

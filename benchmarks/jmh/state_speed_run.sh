@@ -6,7 +6,10 @@
 #   flock /work/bench.lock benchmarks/jmh/state_speed_run.sh <classpath file> <out dir> [steps]
 #
 # <classpath file> holds `bench/Jmh/fullClasspath` (bin/sbt "bench/Jmh/compile" "export bench/Jmh/fullClasspath");
-# steps: any of fetch, batch, apply, footprint (default: all four).
+# steps: any of fetch, batch, apply, footprint, cpu (default: the first four). `cpu` runs the same loops
+# scored per second of CPU the JVM used (CpuTimeThroughput), which the machine's load changes much less
+# than wall time; CPU_CP (a classpath) runs it with other classes (main's engine: its core classes first),
+# BATCH_API=objects for an engine without State.fetchInto.
 set -euo pipefail
 cp_file=$1
 out=$2
@@ -31,7 +34,15 @@ for step in $steps; do
       for impl in engine skiplist locked_treemap; do
         java -Xmx10g -XX:+UseParallelGC -cp "$cp" io.sharedstate.bench.state.StateFootprint $impl >> "$out/footprint.jsonl"
       done ;;
-    *) echo "unknown step $step (fetch, batch, apply, footprint)" >&2; exit 2 ;;
+    cpu)
+      cpu_cp=${CPU_CP:-$cp}
+      for keys in scattered in_hand; do
+        java -Xmx12g -XX:+UseParallelGC -cp "$cpu_cp" io.sharedstate.bench.state.CpuTimeThroughput fetch 3 $keys >> "$out/cpu.jsonl"
+        java -Xmx12g -XX:+UseParallelGC -cp "$cpu_cp" io.sharedstate.bench.state.CpuTimeThroughput batch 3 $keys ${BATCH_API:-into} >> "$out/cpu.jsonl"
+      done
+      java -Xmx12g -XX:+UseParallelGC -Djava.util.concurrent.ForkJoinPool.common.parallelism=1 -cp "$cpu_cp" \
+        io.sharedstate.bench.state.CpuTimeThroughput apply 3 >> "$out/cpu.jsonl" ;;
+    *) echo "unknown step $step (fetch, batch, apply, footprint, cpu)" >&2; exit 2 ;;
   esac
   load "$step-after"
 done

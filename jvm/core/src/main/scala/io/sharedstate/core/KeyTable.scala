@@ -98,11 +98,14 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
    * Inserts `key` with `set`, if the key has no set yet (true); false if it has one. Only the key's
    * applier calls this; room must have been [[reserve]]d.
    */
-  def insert(key: Key, set: Array[Byte]): Boolean = {
+  def insert(key: Key, set: Array[Byte]): Boolean = insert(key, key.hashCode, set)
+
+  /** [[insert]] with the key's hash already known (the committer carries it), so the key is not read for it. */
+  def insert(key: Key, hash: Int, set: Array[Byte]): Boolean = {
     val t = table
-    val h = mark(key.hashCode)
+    val h = mark(hash)
     val mask = t.capacity - 1
-    var i = key.hashCode & mask
+    var i = hash & mask
     var probes = 0
     while (true) {
       val hh = t.hashes.get(i)

@@ -232,24 +232,44 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val group = StatePartition.ApplyGroup
     val lookups = new KeyTable.Lookups(group)
     val sets = new Array[Array[Byte]](group)
+    val stagedKeys = new Array[Key](group)
+    val stagedValues = new Array[Array[Byte]](group)
     val builder = new ValueSet.Builder(ValueSet.Empty, 1, 0)
+    var touched = 0
     var applied = 0L
     var from = 0
     while (from < chains) {
       val until = math.min(chains, from + group)
+      // The staged updates' keys, values and times are asked for too: the round walks them in slot
+      // order, not in the arrival order they were staged in, so each is a miss of its own. First their
+      // slots in the staged arrays, then the key and value objects they point to, with the table's lines.
       var c = from
-      while (c < until) { entries.start(lookups, c - from, ready.keys(members(starts(c))), hashes(c)); c += 1 }
+      while (c < until) {
+        val first = members(starts(c))
+        stagedKeys(c - from) = ready.keys(first)
+        stagedValues(c - from) = ready.values(first)
+        touched += ready.times(first).toInt
+        c += 1
+      }
+      c = from
+      while (c < until) {
+        val key = stagedKeys(c - from)
+        touched += key.hashCode + stagedValues(c - from).length
+        entries.start(lookups, c - from, key, hashes(c))
+        c += 1
+      }
       c = from
       while (c < until) { sets(c - from) = lookups.finish(c - from); c += 1 }
       c = from
       while (c < until) {
         applied += applyChain(ready, members, starts(c), starts(c + 1), hashes(c), sets(c - from), builder, horizon,
           failures, acc, fresh)
-        sets(c - from) = null
+        sets(c - from) = null; stagedKeys(c - from) = null; stagedValues(c - from) = null
         c += 1
       }
       from = until
     }
+    if (touched == 42) StatePartition.sink = touched // keeps the touching reads
     applied
   }
 
@@ -541,6 +561,8 @@ object StatePartition {
   private def sparePairs(pairs: Int): Int = math.max(1, pairs >> 2)
 
   /** Chains of one apply round's segment staged for their look-ups at once (see applySegment). */
+  @volatile private var sink = 0
+
   private val ApplyGroup = 32
 
   // Whether the staged updates of order[i, j) (one rank) all have the same key.

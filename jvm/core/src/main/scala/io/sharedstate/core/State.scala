@@ -305,8 +305,8 @@ final class State(val spec: StateSpec) {
   }
 
   /**
-   * Answers `requests(0 until count)` into `out`, each as [[fetch]] would; a found `latest` is read in
-   * place (no answer object, no copy: see [[FetchAnswers]]). A look-up of a large State is rounds of
+   * Answers `requests(0 until count)` into `out`, each as [[fetch]] would; a found `latest` is its time
+   * and its value copied into `out`'s buffer (no object per answer: see [[FetchAnswers]]). A look-up of a large State is rounds of
    * dependent cache misses (the request's key, the key table's lines, then the stored key and the
    * packed set), so the requests go through a software pipeline in groups of [[State.FetchGroup]]: every
    * request is checked and its key's partition read, then every key's slot found, then every stored key

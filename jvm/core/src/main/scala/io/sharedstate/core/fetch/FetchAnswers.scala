@@ -6,19 +6,22 @@ import java.util.Arrays
 /**
  * The answers to a batch of fetches ([[io.sharedstate.core.State.fetchInto]]), written into arrays that
  * are reused batch after batch, so a batch of `latest` fetches allocates nothing per answer: a `latest`
- * that found a pair is its time and where its value lies in the key's packed value set, read in place
- * (the set is immutable: what it holds at those bytes never changes). Answers of the other rules are
- * kept as the [[FetchAnswer]] objects they are. Filled and read by one thread.
+ * that found a pair is its time and its value, copied into one reused buffer while the value set is
+ * still in cache (the caller reads the values later, after the whole batch: by then a large batch's
+ * sets have left the cache, the buffer has not). Answers of the other rules are kept as the
+ * [[FetchAnswer]] objects they are. Filled and read by one thread.
  */
 final class FetchAnswers(initialCapacity: Int = 64) {
   import FetchAnswers._
 
   private var kinds = new Array[Int](initialCapacity)
   private var times = new Array[Long](initialCapacity)
-  private var arrays = new Array[Array[Byte]](initialCapacity)
   private var offsets = new Array[Int](initialCapacity)
   private var lengths = new Array[Int](initialCapacity)
   private var others = new Array[FetchAnswer](initialCapacity)
+  // The found values end to end; `used` bytes of it hold this batch's.
+  private var buffer = new Array[Byte](math.max(64, initialCapacity * 32))
+  private var used = 0
   private var n = 0
 
   def size: Int = n
@@ -30,13 +33,16 @@ final class FetchAnswers(initialCapacity: Int = 64) {
   /** A found `latest` pair's time. */
   def time(i: Int): Long = times(i)
 
-  /** The array a found `latest` pair's value lies in, at [[valueOffset]] for [[valueLength]] bytes; never written to. */
-  def valueArray(i: Int): Array[Byte] = arrays(i)
+  /**
+   * The array a found `latest` pair's value lies in, at [[valueOffset]] for [[valueLength]] bytes (this
+   * object's buffer: valid until the next batch).
+   */
+  def valueArray(i: Int): Array[Byte] = buffer
   def valueOffset(i: Int): Int = offsets(i)
   def valueLength(i: Int): Int = lengths(i)
 
   /** A copy of a found `latest` pair's value. */
-  def value(i: Int): Array[Byte] = Arrays.copyOfRange(arrays(i), offsets(i), offsets(i) + lengths(i))
+  def value(i: Int): Array[Byte] = Arrays.copyOfRange(buffer, offsets(i), offsets(i) + lengths(i))
 
   /** Answer i as the fetch of one request answers it (a found `latest` becomes a [[FetchAnswer.Found]] with a copy). */
   def answer(i: Int): FetchAnswer = kinds(i) match {
@@ -53,21 +59,22 @@ final class FetchAnswers(initialCapacity: Int = 64) {
   private[core] def reset(count: Int): Unit = {
     if (count > kinds.length) {
       val c = math.max(count, kinds.length * 2)
-      kinds = new Array[Int](c); times = new Array[Long](c); arrays = new Array[Array[Byte]](c)
+      kinds = new Array[Int](c); times = new Array[Long](c)
       offsets = new Array[Int](c); lengths = new Array[Int](c); others = new Array[FetchAnswer](c)
-    } else {
-      // Let the previous batch's sets and answers go.
-      Arrays.fill(arrays.asInstanceOf[Array[AnyRef]], 0, n, null)
-      Arrays.fill(others.asInstanceOf[Array[AnyRef]], 0, n, null)
-    }
+    } else Arrays.fill(others.asInstanceOf[Array[AnyRef]], 0, n, null) // let the previous batch's answers go
     Arrays.fill(kinds, 0, count, NotYet)
     n = count
+    used = 0
   }
 
   private[core] def setAbsent(i: Int): Unit = kinds(i) = Absent
 
+  /** Answer i found the pair at `time` whose value is `array[offset, offset + length)` (copied). */
   private[core] def setFound(i: Int, time: Long, array: Array[Byte], offset: Int, length: Int): Unit = {
-    kinds(i) = Found; times(i) = time; arrays(i) = array; offsets(i) = offset; lengths(i) = length
+    if (used + length > buffer.length) buffer = Arrays.copyOf(buffer, math.max(buffer.length * 2, used + length))
+    System.arraycopy(array, offset, buffer, used, length)
+    kinds(i) = Found; times(i) = time; offsets(i) = used; lengths(i) = length
+    used += length
   }
 
   /** Sets answer i from an answer object (a found `latest` is kept as its time and value array). */

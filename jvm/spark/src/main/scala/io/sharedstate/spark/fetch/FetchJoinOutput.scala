@@ -32,7 +32,7 @@ private[sharedstate] final class FetchJoinOutput(spec: FetchJoinSpec) {
   private val eventWidth = events.width
   private val bookkeeping = eventWidth + cells.width
   private val writer = new UnsafeRowWriter(bookkeeping + FetchJoinRows.Bookkeeping, 64)
-  // Points at a found value where it lies in the State's packed set (see answered).
+  // Points at a found value where it lies in the answers' buffer (see answered).
   private val stored = new UnsafeRow(values.width)
 
   /**
@@ -57,8 +57,8 @@ private[sharedstate] final class FetchJoinOutput(spec: FetchJoinSpec) {
   }
 
   /**
-   * [[answered]] with answer `i` of `answers`: a found `latest` value is copied into the row straight
-   * from the State's packed set, where it lies (no answer object, no intermediate copy).
+   * [[answered]] with answer `i` of `answers`: a found `latest` value is copied into the row from the
+   * answers' buffer, where it lies (no answer object, no value array per answer).
    */
   def answered(event: UnsafeRow, answers: FetchAnswers, i: Int): Boolean = answers.kind(i) match {
     case FetchAnswers.Found =>

@@ -32,4 +32,14 @@ final class PackedBytes {
   static void putInt(byte[] a, int at, int v) {
     INTS.set(a, at, v);
   }
+
+  /** An acquire read of the int at `at` (which must be 4-byte aligned: a ValueSet's count, at 0). */
+  static int getIntAcquire(byte[] a, int at) {
+    return (int) INTS.getAcquire(a, at);
+  }
+
+  /** A compare-and-set of the int at `at` (4-byte aligned), with volatile semantics. */
+  static boolean compareAndSetInt(byte[] a, int at, int expected, int v) {
+    return INTS.compareAndSet(a, at, expected, v);
+  }
 }

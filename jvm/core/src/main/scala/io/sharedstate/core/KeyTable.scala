@@ -51,6 +51,23 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
   }
 
   /**
+   * Stage one of look-up `j` of a batched look-up (see [[KeyTable.Lookups]]): finds the slot whose hash
+   * is the key's, or the free slot that ends its probe, in the hash array (one line, almost always), and
+   * asks for the line of the slots' keys and sets at the same time.
+   */
+  def start(lookups: KeyTable.Lookups, j: Int, key: Key, hash: Int): Unit = {
+    val t = table
+    val h = mark(hash)
+    val mask = t.capacity - 1
+    val home = hash & mask
+    lookups.touchLine(t.keys.get(2 * home))
+    var i = home
+    var hh = t.hashes.get(i)
+    while (hh != 0 && hh != h) { i = (i + 1) & mask; hh = t.hashes.get(i) }
+    lookups.started(j, this, t, key, hash, if (hh == 0) -1 else i)
+  }
+
+  /**
    * Makes room for `extraKeys` more keys at a load of at most 1/2. Only with no concurrent [[insert]]
    * (the committer, before an apply round); readers and compactions may run.
    */
@@ -81,11 +98,14 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
    * Inserts `key` with `set`, if the key has no set yet (true); false if it has one. Only the key's
    * applier calls this; room must have been [[reserve]]d.
    */
-  def insert(key: Key, set: Array[Byte]): Boolean = {
+  def insert(key: Key, set: Array[Byte]): Boolean = insert(key, key.hashCode, set)
+
+  /** [[insert]] with the key's hash already known (the committer carries it), so the key is not read for it. */
+  def insert(key: Key, hash: Int, set: Array[Byte]): Boolean = {
     val t = table
-    val h = mark(key.hashCode)
+    val h = mark(hash)
     val mask = t.capacity - 1
-    var i = key.hashCode & mask
+    var i = hash & mask
     var probes = 0
     while (true) {
       val hh = t.hashes.get(i)
@@ -164,6 +184,66 @@ private[core] object KeyTable {
 
   /** An old table's slot whose key moved to the grown table. */
   val Moved: Array[Byte] = new Array[Byte](0)
+
+  /**
+   * A group of look-ups (of one table or several) done stage by stage, so that their cache misses
+   * overlap: a look-up is rounds of dependent misses (the table's lines, then the stored key and the
+   * set), and a loop that finishes each look-up before starting the next waits for every round in turn,
+   * where a loop of short independent steps keeps many misses in flight. Stage one, [[KeyTable.start]]
+   * for every look-up of the group: the slot whose hash is the key's (or the free slot that says the key
+   * is not there), the line of its key and set asked for meanwhile; stage two, [[finish]] for every
+   * look-up: the slot's key compared with the key (its object's line) and, at the same time, the set's
+   * first lines asked for, so a caller reading the sets next finds them in cache. A look-up reads what
+   * [[KeyTable.get]] reads, in the same order (hash, then key, then set), and anything unusual (another
+   * key with the same hash, a slot being claimed, a table that grew) takes `get` itself; so it answers
+   * as a `get` made at some moment between its two stages would. Used by one thread.
+   */
+  final class Lookups(val capacity: Int) {
+    private val owners = new Array[KeyTable](capacity)
+    private val tables = new Array[Table](capacity)
+    private val keys = new Array[Key](capacity)
+    private val hashes = new Array[Int](capacity)
+    private val slots = new Array[Int](capacity)
+    // Folds the bytes the stages read only to have their lines fetched, so the reads are not dropped.
+    private var touched = 0
+
+    private[KeyTable] def touchLine(ref: AnyRef): Unit = if (ref == null) touched += 1
+
+    private[KeyTable] def started(j: Int, owner: KeyTable, t: Table, key: Key, hash: Int, slot: Int): Unit = {
+      owners(j) = owner; tables(j) = t; keys(j) = key; hashes(j) = hash; slots(j) = slot
+    }
+
+    /** The set of look-up `j`'s key, or null; look-up `j` is then done. */
+    def finish(j: Int): Array[Byte] = {
+      val key = keys(j)
+      val i = slots(j)
+      val found =
+        if (i < 0) null // the probe ended on a free slot: the key is not there
+        else {
+          val t = tables(j)
+          val k = t.keys.get(2 * i)
+          val s = t.keys.get(2 * i + 1)
+          if (s != null && (s ne Moved)) touchSet(s.asInstanceOf[Array[Byte]])
+          if (k != null && ((k eq key) || key.equals(k)) && (s ne Moved)) s.asInstanceOf[Array[Byte]]
+          else owners(j).get(key, hashes(j)) // same hash, another key; being claimed; or moved
+        }
+      owners(j) = null; tables(j) = null; keys(j) = null
+      found
+    }
+
+    // Asks for the lines a fetch reads first (count, times, value ends, the newest values): up to five,
+    // independent of each other, so they arrive together with the stored key's line.
+    private def touchSet(s: Array[Byte]): Unit = {
+      val n = s.length
+      var x = s(0) + s(n - 1)
+      var at = 64
+      while (at < n && at <= 256) { x += s(at); at += 64 }
+      touched += x
+    }
+
+    /** Whatever the touched bytes summed to (keeps their reads; tells nothing). */
+    def touchedSum: Int = touched
+  }
 
   // The stored hash: never 0, which marks a free slot.
   private def mark(h: Int): Int = if (h == 0) 1 else h

@@ -9,13 +9,11 @@ object MemoryEstimate {
 
   /**
    * Key object and its byte array header; two slots of the key table (it keeps at most half of its
-   * slots in use), each a 4-byte hash, a key and a set reference; the packed ValueSet array's header
-   * and its pair count (see [[ValueSet]]).
+   * slots in use), each a 4-byte hash, a key and a set reference; the packed ValueSet array's header.
+   * The packed array itself counts at its length (see [[ValueSet]]: count, capacity, 12 bytes per pair
+   * slot, value bytes, spare room included).
    */
-  val PerKey: Long = 48 + 16 + 2 * (4 + 4 + 4) + 16 + 8
-
-  /** The end offset of each value in the packed ValueSet. */
-  val PerVersion: Long = 4
+  val PerKey: Long = 48 + 16 + 2 * (4 + 4 + 4) + 16
 
   /** A staged update: its slot in four parallel arrays and the value array header. */
   val PerStaged: Long = 4 * 8 + 16
@@ -29,5 +27,5 @@ object MemoryEstimate {
   private def lengthOf(a: Array[Byte]): Long = if (a == null) 0L else a.length.toLong
 
   def entry(key: Key, set: ValueSet): Long =
-    if (set == null) 0L else key.bytes.length + set.payloadBytes + PerKey + PerVersion * set.size
+    if (set == null) 0L else key.bytes.length + PerKey + set.heldBytes
 }

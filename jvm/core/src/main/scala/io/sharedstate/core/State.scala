@@ -1,7 +1,7 @@
 package io.sharedstate.core
 
 import io.sharedstate.core.compaction.CompactionRule
-import io.sharedstate.core.fetch.{FetchRequest, FetchRule, PendingFetches}
+import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest, FetchRule, PendingFetches}
 import io.sharedstate.core.row.ValueType
 import io.sharedstate.core.partial.{LocalFetch, PartialFetch, PartialRule, PartialView}
 import io.sharedstate.core.rules.UpdateRule
@@ -297,43 +297,97 @@ final class State(val spec: StateSpec) {
     if (request.replyTime >= u) FetchAnswer.NotYet else answer(request)
   }
 
-  /**
-   * Answers each of `requests` as [[fetch]] would, in order. In groups of [[State.FetchGroup]]: first
-   * every entry is looked up, then every fetch is answered. The look-ups of a large State are cache
-   * misses; in one tight loop of independent look-ups the CPU overlaps them, where a loop that answers
-   * each fetch before the next look-up waits for every miss in turn.
-   */
+  /** Answers each of `requests` as [[fetch]] would, in order: [[fetchInto]], each answer as an object. */
   def fetch(requests: Array[FetchRequest]): Array[FetchAnswer] = {
-    val out = new Array[FetchAnswer](requests.length)
-    val sets = new Array[ValueSet](math.min(requests.length, State.FetchGroup))
+    val out = new FetchAnswers(requests.length)
+    fetchInto(requests, requests.length, out)
+    out.toArray
+  }
+
+  /**
+   * Answers `requests(0 until count)` into `out`, each as [[fetch]] would; a found `latest` is its time
+   * and its value copied into `out`'s buffer (no object per answer: see [[FetchAnswers]]). A look-up of a large State is rounds of
+   * dependent cache misses (the request's key, the key table's lines, then the stored key and the
+   * packed set), so the requests go through a software pipeline in groups of [[State.FetchGroup]]: every
+   * request is checked and its key's partition read, then every key's slot found, then every stored key
+   * confirmed (its set's lines asked for meanwhile), then every fetch answered. Each stage is a loop of
+   * short independent steps, so the CPU keeps the misses of many look-ups in flight, where finishing one
+   * fetch before the next waits for each of its misses in turn. U is read once per group before its
+   * look-ups, F after its sets (as for a single fetch: see checkNotOvertaken).
+   */
+  def fetchInto(requests: Array[FetchRequest], count: Int, out: FetchAnswers): Unit = {
+    out.reset(count)
+    val group = math.min(count, State.FetchGroup)
+    val lookups = new KeyTable.Lookups(math.max(group, 1))
+    val sets = new Array[Array[Byte]](group)
+    // Per look-up of the group: its key's partition, and where it is (NotYet, Asked, Found: a set or none).
+    val partOf = new Array[Int](group)
+    val status = new Array[Int](group)
+    val nParts = parts.length
     var from = 0
-    while (from < requests.length) {
-      val until = math.min(requests.length, from + State.FetchGroup)
+    while (from < count) {
+      val until = math.min(count, from + State.FetchGroup)
       val uNow = u
+      val fBefore = f
+      // Stage 0: every request checked (in order, as one at a time), every key's partition (the request's
+      // and its key's lines: a caller that made them just before has them in cache).
       var i = from
       while (i < until) {
         val r = requests(i)
-        checkFetch(r)
-        if (r.replyTime >= uNow) out(i) = FetchAnswer.NotYet
-        else sets(i - from) = partitionOf(r.key).get(r.key)
+        if (!(r.rule eq FetchRule.Latest)) checkRule(r)
+        val lower = r.rule.lowerBound(r.time)
+        if (lower < fBefore) checkNotOvertaken(lower)
+        if (r.replyTime < uNow) { partOf(i - from) = r.key.partition(nParts); status(i - from) = Asked }
+        else status(i - from) = NotYet
+        i += 1
+      }
+      // Stage 1: every key's slot in its partition's table.
+      i = from
+      while (i < until) {
+        val j = i - from
+        if (status(j) == Asked) parts(partOf(j)).start(lookups, j, requests(i).key)
+        i += 1
+      }
+      // Stage 2: every stored key confirmed, its set's first lines asked for meanwhile.
+      i = from
+      while (i < until) {
+        val j = i - from
+        if (status(j) == Asked) { sets(j) = lookups.finish(j); status(j) = Found }
         i += 1
       }
       // Read after the sets, so F read after this horizon is at least it (see checkNotOvertaken).
       val horizon = compactionHorizon
+      val fNow = f
+      // Stage 3: the answers.
       i = from
       while (i < until) {
-        if (out(i) == null) {
+        val j = i - from
+        if (status(j) == Found) {
           val r = requests(i)
-          val set = partitionOf(r.key).compacted(r.key, sets(i - from), horizon)
-          out(i) = scoped(r.rule).answer(set, r.time)
-          checkNotOvertaken(r.rule.lowerBound(r.time))
+          val lower = r.rule.lowerBound(r.time)
+          if (lower < fNow) checkNotOvertaken(lower)
+          val packed = sets(j)
+          if ((r.rule eq FetchRule.Latest) && partialView == null) {
+            if (packed == null) out.setAbsent(i)
+            else {
+              val set = parts(partOf(j)).compacted(r.key, new ValueSet(packed), horizon)
+              val k = set.latestIndex(r.time)
+              val length = if (k < 0) 0 else set.valueLength(k)
+              // A transaction's delete (an empty value) reads as no value.
+              if (length == 0) out.setAbsent(i)
+              else out.setFound(i, set.timeAt(k), set.packedValues, set.valueOffset(k), length)
+            }
+          } else {
+            val set = if (packed == null) null else new ValueSet(packed)
+            val compacted = parts(partOf(j)).compacted(r.key, set, horizon)
+            out.set(i, scoped(r.rule).answer(compacted, r.time))
+          }
         }
-        sets(i - from) = null
+        sets(j) = null
         i += 1
       }
       from = until
     }
-    out
   }
 
   /**
@@ -373,6 +427,12 @@ final class State(val spec: StateSpec) {
   }
 
   private def checkFetch(request: FetchRequest): Unit = {
+    checkRule(request)
+    checkNotOvertaken(request.rule.lowerBound(request.time))
+  }
+
+  // Whether this State answers the request's rule.
+  private def checkRule(request: FetchRequest): Unit = {
     val rule = request.rule match { case l: LocalFetch => l.inner; case r => r }
     val allowed = (rule eq FetchRule.Latest) || allowedUserFetchClasses.contains(rule.getClass.getName) ||
       (FetchRule.BuiltInNames.contains(rule.name) && allowedFetchRules.contains(rule.name))
@@ -380,7 +440,6 @@ final class State(val spec: StateSpec) {
       throw new SharedStateException(
         s"State '${spec.name}' does not answer fetch rule '${rule.name}'. Its fetch rules: ${spec.fetchRules.mkString(", ")}.")
     }
-    checkNotOvertaken(rule.lowerBound(request.time))
   }
 
   private def answer(request: FetchRequest): FetchAnswer = {
@@ -1022,6 +1081,10 @@ object State {
 
   /** Fetches per look-up group of a batched fetch: enough misses in flight, all still in L1/L2 when answered. */
   private[core] val FetchGroup = 64
+  // Where a look-up of a batched fetch is (State.fetchInto).
+  private val NotYet = 0
+  private val Asked = 1
+  private val Found = 2
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)
 
   private final class WriterStats {

@@ -157,16 +157,16 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val order = new Array[Long](news.length)
     val capacity = entries.capacity
     var i = 0
-    while (i < news.length) { order(i) = SlotOrder.entry(news(i).key.hashCode, capacity, i); i += 1 }
+    while (i < news.length) { order(i) = SlotOrder.entry(news(i).hash, capacity, i); i += 1 }
     SlotOrder.sort(order)
     val acc = new StatePartition.Accounting
     val c = changed
     i = 0
     while (i < order.length) {
       val f = news(SlotOrder.indexOf(order(i)))
-      if (!entries.insert(f.key, f.set.packed)) throw new IllegalStateException("a new key was inserted twice")
+      if (!entries.insert(f.key, f.hash, f.set.packed)) throw new IllegalStateException("a new key was inserted twice")
       if (c != null) c.add(f.key)
-      acc.add(f.key, null, f.set, f.pairsDropped)
+      acc.held += f.held; acc.raw += f.raw; acc.pairs += f.pairs; acc.compacted += f.pairsDropped
       i += 1
     }
     publish(acc)
@@ -185,62 +185,111 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   private def applySegment(ready: StagedUpdates, order: Array[Long], capacity: Int, a: Int, b: Int, horizon: Long,
       failures: java.util.Queue[RejectedUpdate], acc: StatePartition.Accounting,
       fresh: java.util.List[StatePartition.Fresh]): Long = {
-    var applied = 0L
+    // The segment's chains: members(starts(c) until starts(c + 1)) are chain c's staged updates, in
+    // (time, arrival) order; one chain per key. A run of one rank is one whole hash: almost always one key.
+    val members = new Array[Int](b - a)
+    val starts = new Array[Int](b - a + 1)
+    val hashes = new Array[Int](b - a)
+    var chains = 0
+    var m = 0
     var i = a
-    val chain = new ArrayBuffer[Int]()
-    val single = new Array[Int](1) // reused: most chains are one update
     while (i < b) {
       val rank = SlotOrder.rankOf(order(i))
       val hash = SlotOrder.hashOf(order(i), capacity)
       var j = i + 1
       while (j < b && SlotOrder.rankOf(order(j)) == rank) j += 1
-      if (j - i == 1) {
-        single(0) = SlotOrder.indexOf(order(i))
-        applied += applyChain(ready, single, hash, horizon, failures, acc, fresh)
+      if (j - i == 1 || StatePartition.sameKey(ready, order, i, j)) {
+        starts(chains) = m; hashes(chains) = hash; chains += 1
+        var k = i
+        while (k < j) { members(m) = SlotOrder.indexOf(order(k)); m += 1; k += 1 }
+        if (j - i > 1) StatePartition.sortByTime(members, m - (j - i), m, ready.times)
       } else {
         // Keys sharing a hash: pick out each key's updates (already in arrival order).
-        val idx = new Array[Int](j - i)
-        var k = 0
-        while (k < idx.length) { idx(k) = SlotOrder.indexOf(order(i + k)); k += 1 }
-        val done = new Array[Boolean](idx.length)
+        val done = new Array[Boolean](j - i)
         var p = 0
-        while (p < idx.length) {
+        while (p < j - i) {
           if (!done(p)) {
-            chain.clear()
-            val key = ready.keys(idx(p))
+            val key = ready.keys(SlotOrder.indexOf(order(i + p)))
+            starts(chains) = m; hashes(chains) = hash; chains += 1
+            val first = m
             var q = p
-            while (q < idx.length) {
-              if (!done(q) && ready.keys(idx(q)) == key) { chain += idx(q); done(q) = true }
+            while (q < j - i) {
+              if (!done(q) && ready.keys(SlotOrder.indexOf(order(i + q))) == key) {
+                members(m) = SlotOrder.indexOf(order(i + q)); m += 1; done(q) = true
+              }
               q += 1
             }
-            applied += applyChain(ready, StatePartition.byTime(chain.toArray, ready.times), hash, horizon, failures,
-              acc,
-              fresh)
+            StatePartition.sortByTime(members, first, m, ready.times)
           }
           p += 1
         }
       }
       i = j
     }
+    starts(chains) = m
+    // The chains in groups whose look-ups go first, staged (see KeyTable.Lookups), so the misses on the
+    // stored keys and old sets of a group overlap instead of each chain waiting for its own in turn.
+    val group = StatePartition.ApplyGroup
+    val lookups = new KeyTable.Lookups(group)
+    val sets = new Array[Array[Byte]](group)
+    val stagedKeys = new Array[Key](group)
+    val stagedValues = new Array[Array[Byte]](group)
+    val builder = new ValueSet.Builder(ValueSet.Empty, 1, 0)
+    var touched = 0
+    var applied = 0L
+    var from = 0
+    while (from < chains) {
+      val until = math.min(chains, from + group)
+      // The staged updates' keys, values and times are asked for too: the round walks them in slot
+      // order, not in the arrival order they were staged in, so each is a miss of its own. First their
+      // slots in the staged arrays, then the key and value objects they point to, with the table's lines.
+      var c = from
+      while (c < until) {
+        val first = members(starts(c))
+        stagedKeys(c - from) = ready.keys(first)
+        stagedValues(c - from) = ready.values(first)
+        touched += ready.times(first).toInt
+        c += 1
+      }
+      c = from
+      while (c < until) {
+        val key = stagedKeys(c - from)
+        touched += key.hashCode + stagedValues(c - from).length
+        entries.start(lookups, c - from, key, hashes(c))
+        c += 1
+      }
+      c = from
+      while (c < until) { sets(c - from) = lookups.finish(c - from); c += 1 }
+      c = from
+      while (c < until) {
+        applied += applyChain(ready, members, starts(c), starts(c + 1), hashes(c), sets(c - from), builder, horizon,
+          failures, acc, fresh)
+        sets(c - from) = null; stagedKeys(c - from) = null; stagedValues(c - from) = null
+        c += 1
+      }
+      from = until
+    }
+    if (touched == 42) StatePartition.sink = touched // keeps the touching reads
     applied
   }
 
-  // One key's chain, in order; published with a compare-and-set, retried if a compaction got in between.
-  // A key new to the partition is handed to `fresh` instead (see insertFresh). `hash` is the key's, from
-  // the round's order: the look-up asks for the table's line without first waiting for the staged key.
-  private def applyChain(ready: StagedUpdates, chain: Array[Int], hash: Int, horizon: Long,
-      failures: java.util.Queue[RejectedUpdate],
+  // One key's chain, members(from until until), in order; published with a compare-and-set, retried if a
+  // compaction got in between. A key new to the partition is handed to `fresh` instead (see insertFresh).
+  // `first` is the key's set as a staged look-up found it (null: none); a retry looks it up again with
+  // `hash`, the key's, from the round's order.
+  private def applyChain(ready: StagedUpdates, members: Array[Int], from: Int, until: Int, hash: Int,
+      first: Array[Byte], b: ValueSet.Builder, horizon: Long, failures: java.util.Queue[RejectedUpdate],
       acc: StatePartition.Accounting, fresh: java.util.List[StatePartition.Fresh]): Long = {
-    val key = ready.keys(chain(0))
+    val key = ready.keys(members(from))
+    var packed = first
     while (true) {
-      val packed = entries.get(key, hash)
       val before = if (packed == null) null else new ValueSet(packed)
-      val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, 0)
+      b.reset(if (before == null) ValueSet.Empty else before)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
       var applied = 0L
-      var n = 0
-      while (n < chain.length) {
-        val c = chain(n)
+      var n = from
+      while (n < until) {
+        val c = members(n)
         n += 1
         val t = ready.times(c)
         val incoming = ready.values(c)
@@ -266,10 +315,19 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       }
       // Rejections are handed over once the chain's result stands (a retry rebuilds them).
       if (applied == 0 && before == null) { if (rejected != null) rejected.foreach(failures.add); return 0L }
-      val built = b.result()
+      // The common case, newer pairs after the key's newest: appended in its array when it has room.
+      if (before != null && b.appendInPlace(grown =>
+          horizon != Long.MinValue && (compaction.compact(grown, horizon) ne grown))) {
+        val c = changed
+        if (c != null) c.add(key)
+        acc.add(key, before, new ValueSet(before.packed, b.size), pairsDropped = 0)
+        if (rejected != null) rejected.foreach(failures.add)
+        return applied
+      }
+      val built = b.result(StatePartition.sparePairs(b.size))
       val after = if (horizon == Long.MinValue) built else compaction.compact(built, horizon)
       if (before == null) {
-        fresh.add(new StatePartition.Fresh(key, after, built.size - after.size))
+        fresh.add(new StatePartition.Fresh(key, hash, after, built.size - after.size))
         if (rejected != null) rejected.foreach(failures.add)
         return applied
       }
@@ -280,6 +338,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         if (rejected != null) rejected.foreach(failures.add)
         return applied
       }
+      packed = entries.get(key, hash)
     }
     0L
   }
@@ -296,6 +355,10 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     pairs.addAndGet(acc.pairs)
     if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
+
+  /** Stage one of a batched look-up of `key` (see [[KeyTable.Lookups]]). */
+  private[core] def start(lookups: KeyTable.Lookups, j: Int, key: Key): Unit =
+    entries.start(lookups, j, key, key.hashCode)
 
   def get(key: Key): ValueSet = {
     val packed = entries.get(key)
@@ -316,9 +379,11 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private def compactEntry(key: Key, set: ValueSet, horizon: Long): ValueSet = {
     val compacted = compaction.compact(set, horizon)
-    if (compacted ne set) {
-      // Published and noted under the read lock: a tracking swap (write lock) never falls between the
-      // two, so a change published before a snapshot's boundary is in the set that boundary takes.
+    // Sealed first, so the applier cannot append to it in place meanwhile (see ValueSet): if it already
+    // did, the set is not the key's whole set any more and stays. Published and noted under the read
+    // lock: a tracking swap (write lock) never falls between the two, so a change published before a
+    // snapshot's boundary is in the set that boundary takes.
+    if ((compacted ne set) && ValueSet.seal(set)) {
       changedSwap.readLock().lock()
       try
         if (entries.replace(key, set.packed, compacted.packed)) {
@@ -443,8 +508,16 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 object StatePartition {
   private val NoChanges = new Array[Change](0)
 
-  /** A key new to the partition with its first set, built by its chain, inserted by the committer. */
-  private final class Fresh(val key: Key, val set: ValueSet, val pairsDropped: Int)
+  /**
+   * A key new to the partition with its first set, built by its chain, inserted by the committer. It
+   * carries the key's hash and what the set adds to the counters, so inserting it reads neither the
+   * key nor the set (in slot order they lie anywhere in memory).
+   */
+  private final class Fresh(val key: Key, val hash: Int, val set: ValueSet, val pairsDropped: Int) {
+    val held: Long = MemoryEstimate.entry(key, set)
+    val raw: Long = key.bytes.length + set.payloadBytes
+    val pairs: Int = set.size
+  }
 
   /** Changes to a partition's counters, summed by one thread and published at once. */
   private final class Accounting {
@@ -453,12 +526,19 @@ object StatePartition {
     var pairs = 0L
     var compacted = 0L
     def add(key: Key, before: ValueSet, after: ValueSet, pairsDropped: Int): Unit = {
-      held += MemoryEstimate.entry(key, after) - MemoryEstimate.entry(key, before)
-      raw += (if (after == null) 0L else key.bytes.length + after.payloadBytes) -
-        (if (before == null) 0L else key.bytes.length + before.payloadBytes)
+      if (before != null && after != null) {
+        // A set replaced or grown: the key's own bytes cancel out (and are not read: a miss per key).
+        held += after.heldBytes - before.heldBytes
+        raw += after.payloadBytes - before.payloadBytes
+      } else {
+        held += MemoryEstimate.entry(key, after) - MemoryEstimate.entry(key, before)
+        raw += (if (after == null) 0L else key.bytes.length + after.payloadBytes) -
+          (if (before == null) 0L else key.bytes.length + before.payloadBytes)
+      }
       pairs += (if (after == null) 0 else after.size) - (if (before == null) 0 else before.size)
       compacted += pairsDropped
     }
+
   }
 
   /** Below this many ready updates a partition applies on the calling thread. */
@@ -481,16 +561,37 @@ object StatePartition {
     cuts.toArray
   }
 
-  // Stable sort of a chain (arrival order) by timestamp.
-  private def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {
+  /**
+   * Room for more pairs a new set array gets (see ValueSet): a quarter of its pairs, at least one. Half
+   * of a key's next versions are then appended in place, and a set that stops growing wastes at most a
+   * fifth of its array (none when it stops at a full capacity).
+   */
+  private def sparePairs(pairs: Int): Int = math.max(1, pairs >> 2)
+
+  /** Chains of one apply round's segment staged for their look-ups at once (see applySegment). */
+  @volatile private var sink = 0
+
+  private val ApplyGroup = 32
+
+  // Whether the staged updates of order[i, j) (one rank) all have the same key.
+  private def sameKey(ready: StagedUpdates, order: Array[Long], i: Int, j: Int): Boolean = {
+    val key = ready.keys(SlotOrder.indexOf(order(i)))
+    var k = i + 1
+    while (k < j && ((ready.keys(SlotOrder.indexOf(order(k))) eq key) ||
+        ready.keys(SlotOrder.indexOf(order(k))) == key)) k += 1
+    k == j
+  }
+
+  // Stable sort of members[from, until) (a chain in arrival order) by timestamp.
+  private def sortByTime(members: Array[Int], from: Int, until: Int, times: Array[Long]): Unit = {
     var sorted = true
-    var i = 1
-    while (i < chain.length && sorted) { if (times(chain(i)) < times(chain(i - 1))) sorted = false; i += 1 }
-    if (sorted) chain
-    else {
-      val boxed = chain.map(Integer.valueOf)
+    var i = from + 1
+    while (i < until && sorted) { if (times(members(i)) < times(members(i - 1))) sorted = false; i += 1 }
+    if (!sorted) {
+      val boxed = Array.tabulate(until - from)(k => Integer.valueOf(members(from + k)))
       Arrays.sort(boxed, (a: Integer, b: Integer) => java.lang.Long.compare(times(a), times(b))) // TimSort: stable
-      boxed.map(_.intValue)
+      var k = 0
+      while (k < boxed.length) { members(from + k) = boxed(k).intValue; k += 1 }
     }
   }
 }

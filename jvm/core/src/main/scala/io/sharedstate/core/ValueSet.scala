@@ -3,37 +3,46 @@ package io.sharedstate.core
 import java.util.Arrays
 
 /**
- * The versions of one key: (timestamp, value) pairs sorted by timestamp. Immutable, so readers
- * never lock; the single applier of a key publishes a new ValueSet for each change.
+ * The versions of one key: (timestamp, value) pairs sorted by timestamp. A ValueSet is an immutable
+ * view, so readers never lock; the single applier of a key publishes each change.
  *
- * Everything lives in one byte array (`packed`): the pair count, the timestamps, the value ends and
- * the values end to end. One array per key, not three: a look-up of a large State then costs one
- * cache miss for the whole set (the lines of one array are fetched in parallel once its address is
- * known) instead of a miss for the set and one more for each of its arrays, and the heap holds two
- * array headers less per key. The key table ([[KeyTable]]) stores the packed array itself; a
+ * Everything lives in one byte array (`packed`): the pair count, the capacity, the timestamps, the
+ * value ends and the values end to end. One array per key, not three: a look-up of a large State then
+ * costs one cache miss for the whole set (the lines of one array are fetched in parallel once its
+ * address is known) instead of a miss for the set and one more for each of its arrays, and the heap
+ * holds two array headers less per key. The key table ([[KeyTable]]) stores the packed array itself; a
  * ValueSet is a view on it, allocated per read and usually scalarised by the JIT.
  *
- * Layout, little-endian: `n` (int32), 4 bytes of padding, `n` timestamps (int64), `n` value ends
- * (int32, relative to the first value), the values.
+ * Layout, little-endian: `n` (int32; its top bit marks a sealed array), the capacity `c` (int32), `c`
+ * timestamp slots (int64), `c` value-end slots (int32, relative to the first value), then the values.
+ * An array may have room past its `n` pairs (spare slots, spare value bytes): the key's applier appends
+ * a newer pair there in place ([[ValueSet.Builder.appendInPlace]]: written past `n`, then published by
+ * a compare-and-set of `n`), which saves copying the older pairs and the garbage of a new array for the
+ * common case, a key's next version. What a view shows never changes: it holds the count it was made
+ * with, and bytes below a published count are never written again. Whoever replaces an array in the key
+ * table other than its applier (a compaction) seals it first ([[ValueSet.seal]]), so no append can land
+ * in an array that is no longer the key's.
  */
-final class ValueSet private[core] (private[core] val packed: Array[Byte]) {
+final class ValueSet private[core] (private[core] val packed: Array[Byte], val size: Int) {
   import ValueSet._
 
-  def size: Int = PackedBytes.getInt(packed, 0)
+  /** A view of the pairs `packed` holds now. */
+  private[core] def this(packed: Array[Byte]) = this(packed, ValueSet.countOf(packed))
+
+  private val capacity = PackedBytes.getInt(packed, 4)
+
   def isEmpty: Boolean = size == 0
   def timeAt(i: Int): Long = PackedBytes.getLong(packed, TimesAt + 8 * i)
   def lastTime: Long = timeAt(size - 1)
 
-  private def dataStart: Int = TimesAt + 12 * size
-  private def endAt(i: Int): Int = PackedBytes.getInt(packed, TimesAt + 8 * size + 4 * i)
+  private def endsStart: Int = TimesAt + 8 * capacity
+  private def dataStart: Int = TimesAt + 12 * capacity
+  private def endAt(i: Int): Int = PackedBytes.getInt(packed, endsStart + 4 * i)
 
   /** A copy of value i. */
   def valueAt(i: Int): Array[Byte] = {
-    val n = size
-    val base = TimesAt + 12 * n
-    val ends = TimesAt + 8 * n
-    val from = if (i == 0) 0 else PackedBytes.getInt(packed, ends + 4 * (i - 1))
-    Arrays.copyOfRange(packed, base + from, base + PackedBytes.getInt(packed, ends + 4 * i))
+    val from = if (i == 0) 0 else endAt(i - 1)
+    Arrays.copyOfRange(packed, dataStart + from, dataStart + endAt(i))
   }
 
   /** Where value i starts in [[packedValues]]. */
@@ -90,7 +99,7 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte]) {
       val m = n - from
       val skipped = endAt(from - 1)
       val bytes = endAt(n - 1) - skipped
-      val out = allocate(m, bytes)
+      val out = allocate(m, bytes, m, bytes)
       var i = 0
       while (i < m) {
         PackedBytes.putLong(out, TimesAt + 8 * i, timeAt(from + i))
@@ -98,7 +107,7 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte]) {
         i += 1
       }
       System.arraycopy(packed, dataStart + skipped, out, TimesAt + 12 * m, bytes)
-      new ValueSet(out)
+      new ValueSet(out, m)
     }
 
   /** Raw bytes of timestamps and values (keys are counted by the partition). */
@@ -106,18 +115,40 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte]) {
     val n = size
     if (n == 0) 0L else 8L * n + endAt(n - 1)
   }
+
+  /** Bytes of the packed array, spare room included (what the heap holds for it, its header aside). */
+  def heldBytes: Long = packed.length.toLong
 }
 
 object ValueSet {
   private[core] val TimesAt = 8
 
-  private def allocate(pairs: Int, valueBytes: Int): Array[Byte] = {
-    val a = new Array[Byte](TimesAt + 12 * pairs + valueBytes)
+  private val Sealed = 0x80000000
+
+  // An array of `pairs` pairs (count set, nothing else written) with room for `capacity` pairs of
+  // `valueCapacity` value bytes in all.
+  private def allocate(pairs: Int, valueBytes: Int, capacity: Int, valueCapacity: Int): Array[Byte] = {
+    val a = new Array[Byte](TimesAt + 12 * capacity + valueCapacity)
     PackedBytes.putInt(a, 0, pairs)
+    PackedBytes.putInt(a, 4, capacity)
     a
   }
 
-  val Empty: ValueSet = new ValueSet(allocate(0, 0))
+  // The published pair count (an acquire read: the pairs below it are written before it).
+  private def countOf(packed: Array[Byte]): Int = PackedBytes.getIntAcquire(packed, 0) & ~Sealed
+
+  /**
+   * Seals `set`'s array, so its applier appends no more pairs in place (it copies instead); true if the
+   * array still holds exactly `set`'s pairs, false if an append got in first (then `set` is not the
+   * key's whole set any more and must not replace it). A compaction seals before it replaces a set.
+   */
+  private[core] def seal(set: ValueSet): Boolean = {
+    val a = set.packed
+    val n = set.size
+    PackedBytes.compareAndSetInt(a, 0, n, n | Sealed) || PackedBytes.getIntAcquire(a, 0) == (n | Sealed)
+  }
+
+  val Empty: ValueSet = new ValueSet(allocate(0, 0, 0, 0), 0)
 
   /** Bytes of the packed array of a set of `pairs` pairs holding `valueBytes` value bytes (its header aside). */
   def packedLength(pairs: Int, valueBytes: Long): Long = TimesAt + 12L * pairs + valueBytes
@@ -149,6 +180,12 @@ object ValueSet {
     private var times = new Array[Long](math.max(extraPairs, 1))
     private var values = new Array[Array[Byte]](times.length)
     private var added = 0
+
+    /** Starts again on `base`, keeping the arrays (one builder serves many chains in turn). */
+    def reset(base: ValueSet): Unit = {
+      Arrays.fill(values.asInstanceOf[Array[AnyRef]], 0, added, null)
+      from = base; keep = base.size; added = 0
+    }
 
     def size: Int = keep + added
     def lastTime: Long = if (added > 0) times(added - 1) else from.timeAt(keep - 1)
@@ -214,7 +251,13 @@ object ValueSet {
       added = k
     }
 
-    def result(): ValueSet = {
+    def result(): ValueSet = result(0)
+
+    /**
+     * The new set, in a new array unless nothing changed, with room for `sparePairs` more pairs (and as
+     * many value bytes as that many of its average value), for later appends in place.
+     */
+    def result(sparePairs: Int): ValueSet = {
       if (added == 0 && keep == from.size) from
       else {
         val n = keep + added
@@ -222,24 +265,56 @@ object ValueSet {
         var bytes = kept
         var i = 0
         while (i < added) { bytes += values(i).length; i += 1 }
-        val out = allocate(n, bytes)
-        val ends = TimesAt + 8 * n
-        val data = TimesAt + 12 * n
+        val capacity = n + sparePairs
+        val out = allocate(n, bytes, capacity, bytes + (if (n == 0) 0 else (bytes / n) * sparePairs))
+        val ends = TimesAt + 8 * capacity
+        val data = TimesAt + 12 * capacity
         // The kept pairs: timestamps, ends (unchanged, relative to the first value) and values, in place.
         System.arraycopy(from.packed, TimesAt, out, TimesAt, 8 * keep)
-        System.arraycopy(from.packed, TimesAt + 8 * from.size, out, ends, 4 * keep)
+        System.arraycopy(from.packed, from.endsStart, out, ends, 4 * keep)
         System.arraycopy(from.packed, from.dataStart, out, data, kept)
-        var end = kept
-        i = 0
-        while (i < added) {
-          val v = values(i)
-          PackedBytes.putLong(out, TimesAt + 8 * (keep + i), times(i))
-          System.arraycopy(v, 0, out, data + end, v.length)
-          end += v.length
-          PackedBytes.putInt(out, ends + 4 * (keep + i), end)
-          i += 1
+        write(out, keep, kept, ends, data)
+        new ValueSet(out, n)
+      }
+    }
+
+    // The added pairs into `out` from pair `at` on, the values from byte `end` of its value region.
+    private def write(out: Array[Byte], at: Int, start: Int, ends: Int, data: Int): Unit = {
+      var end = start
+      var i = 0
+      while (i < added) {
+        val v = values(i)
+        PackedBytes.putLong(out, TimesAt + 8 * (at + i), times(i))
+        System.arraycopy(v, 0, out, data + end, v.length)
+        end += v.length
+        PackedBytes.putInt(out, ends + 4 * (at + i), end)
+        i += 1
+      }
+    }
+
+    /**
+     * Appends the added pairs to the base set's own array, past its pairs, and publishes them with a
+     * compare-and-set of its count: the set then holds them, for whoever reads its array afresh (the key
+     * table keeps pointing at it). Only when every base pair is kept, pairs were added after them, the
+     * array has room for them, and `compacts` (whether the key's compaction would drop or change a pair
+     * of the grown set, asked with a view of it) says no. False when any of that fails, or a compaction
+     * sealed the array meanwhile: then build a new set with [[result]]. Called by the key's applier only.
+     */
+    def appendInPlace(compacts: ValueSet => Boolean): Boolean = {
+      val base = from
+      val n = keep + added
+      if (added == 0 || (base eq Empty) || keep != base.size || n > base.capacity) false
+      else {
+        val kept = if (keep == 0) 0 else base.endAt(keep - 1)
+        var bytes = kept
+        var i = 0
+        while (i < added) { bytes += values(i).length; i += 1 }
+        if (base.dataStart + bytes > base.packed.length) false
+        else {
+          // Past the published count: no view of the array reads these bytes.
+          write(base.packed, keep, kept, base.endsStart, base.dataStart)
+          !compacts(new ValueSet(base.packed, n)) && PackedBytes.compareAndSetInt(base.packed, 0, keep, n)
         }
-        new ValueSet(out)
       }
     }
   }

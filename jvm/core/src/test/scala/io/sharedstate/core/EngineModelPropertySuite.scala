@@ -1,6 +1,6 @@
 package io.sharedstate.core
 
-import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
+import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest, ReadMode}
 import io.sharedstate.core.row.{BinaryRow, ValueType}
 import io.sharedstate.core.rules.{ConcatRule, UpdateRule}
 import java.util.concurrent.CompletableFuture
@@ -148,6 +148,7 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
       val keys = Seq("a", "b", "c")
       val pending = mutable.ArrayBuffer.empty[(FetchRequest, Ask, CompletableFuture[FetchAnswer], String)]
       val pendingModel = mutable.Map.empty[CompletableFuture[FetchAnswer], Any]
+      val answers = new FetchAnswers(4) // reused by every batched fetch of the run, growing as needed
       def ctx =
         s"seed=$seed rule=${rule.name} compaction=$compaction U=${state.updateProgress} F=${state.fetchProgress}"
 
@@ -231,6 +232,31 @@ class EngineModelPropertySuite extends AnyFunSuite with ScalaCheckPropertyChecks
             pending += ((request(key, t, ask, mode), ask, fut, key))
             if (ask.lower(t) < model.f) pendingModel(fut) = "below F" // refused at once
             settlePending()
+          case _ if rnd.nextInt(4) == 0 =>
+            // A batched fetch (State.fetchInto, the fetch join's path) of several random requests: each
+            // answer is the model's; one request below F fails the whole batch.
+            val asks = Seq.fill(1 + rnd.nextInt(2 * State.FetchGroup + 3)) {
+              val key = keys(rnd.nextInt(keys.size))
+              val t = maxSeen.values.maxOption.getOrElse(0L) - rnd.nextInt(50)
+              val ask = randomAsk(t)
+              val mode = if (rnd.nextInt(3) == 0) ReadMode.Uncommitted(rnd.nextInt(30).toLong) else ReadMode.Committed
+              (key, t, ask, request(key, t, ask, mode))
+            }
+            val expected = asks.map { case (key, t, ask, req) =>
+              if (ask.lower(t) < model.f) "below F"
+              else if (req.replyTime >= model.u) "not yet"
+              else modelAnswer(model, rule, key, t, ask)
+            }
+            try {
+              state.fetchInto(asks.map(_._4).toArray, asks.size, answers)
+              assert(!expected.contains("below F"), s"a batch with a fetch below F was answered $ctx")
+              asks.indices.foreach { i =>
+                assert(engineAnswer(rule, answers.answer(i)) == expected(i), s"batched fetch ${asks(i)} $ctx")
+              }
+            } catch {
+              case e: SharedStateException if e.getMessage.contains("below its fetch progress") =>
+                assert(expected.contains("below F"), s"batch refused: ${e.getMessage} $ctx")
+            }
           case _ =>
             val key = keys(rnd.nextInt(keys.size))
             val t = maxSeen.values.maxOption.getOrElse(0L) - rnd.nextInt(50)

@@ -26,4 +26,63 @@ class ValueSetSuite extends AnyFunSuite {
     val set = ValueSet.Empty.withPair(1, v("abc")).withPair(2, v("de"))
     assert(set.payloadBytes == 16 + 5)
   }
+
+  // The pairs a view shows, as (time, value) strings.
+  private def pairsOf(set: ValueSet) = (0 until set.size).map(i => (set.timeAt(i), str(set.valueAt(i))))
+
+  test("appends in place grow the array's set and leave every earlier view as it was (random, against a list)") {
+    val rnd = new scala.util.Random(5)
+    var inPlace = 0
+    (1 to 200).foreach { round =>
+      var model = Vector.empty[(Long, String)]
+      var set = ValueSet.Empty
+      val views = scala.collection.mutable.ArrayBuffer.empty[(ValueSet, Vector[(Long, String)])]
+      (1 to 1 + rnd.nextInt(30)).foreach { _ =>
+        // Newer pairs (the common case), sometimes one at an existing or older time (then copied).
+        val chain = Seq.fill(1 + rnd.nextInt(3))(
+          if (model.nonEmpty && rnd.nextInt(6) == 0) model(rnd.nextInt(model.size))._1
+          else 10L * views.size + rnd.nextInt(10) + 1000)
+        val b = new ValueSet.Builder(set, chain.size, 0)
+        chain.foreach { t =>
+          val value = s"v$t-${rnd.nextInt(1000)}" * (1 + rnd.nextInt(3))
+          b.put(t, v(value))
+          model = (model.filterNot(_._1 == t) :+ (t -> value)).sortBy(_._1)
+        }
+        val size = b.size
+        set =
+          if (b.appendInPlace(_ => false)) { inPlace += 1; new ValueSet(set.packed, size) }
+          else b.result(rnd.nextInt(4))
+        assert(pairsOf(set) == model, s"round $round")
+        assert(pairsOf(new ValueSet(set.packed)) == model, "a fresh view of the array shows the same pairs")
+        views += ((set, model))
+      }
+      views.foreach { case (view, then) => assert(pairsOf(view) == then, s"round $round: an earlier view changed") }
+    }
+    assert(inPlace > 500, s"only $inPlace appends went in place: the test does not exercise them")
+  }
+
+  test("an append in place needs room, every base pair kept, and an unsealed array; a sealed array is copied") {
+    val full = new ValueSet.Builder(ValueSet.Empty, 2, 0)
+    full.put(1, v("a")); full.put(2, v("b"))
+    val exact = full.result(0) // no spare room
+    val b1 = new ValueSet.Builder(exact, 1, 0); b1.put(3, v("c"))
+    assert(!b1.appendInPlace(_ => false), "no room")
+    val roomy = full.result(2)
+    val b2 = new ValueSet.Builder(roomy, 1, 0); b2.put(2, v("z"))
+    assert(!b2.appendInPlace(_ => false), "a replaced newest pair is not an append")
+    val b3 = new ValueSet.Builder(roomy, 1, 0); b3.put(3, v("c"))
+    assert(!b3.appendInPlace(_ => true), "the compaction would change the grown set")
+    assert(new ValueSet(roomy.packed).size == 2, "a refused append publishes nothing")
+    assert(ValueSet.seal(roomy), "sealed as it is")
+    val b4 = new ValueSet.Builder(roomy, 1, 0); b4.put(3, v("c"))
+    assert(!b4.appendInPlace(_ => false), "sealed")
+    assert(pairsOf(new ValueSet(roomy.packed)) == Seq(1L -> "a", 2L -> "b"), "a sealed array reads as before")
+    assert(pairsOf(b4.result()) == Seq(1L -> "a", 2L -> "b", 3L -> "c"))
+    val other = full.result(2)
+    val b5 = new ValueSet.Builder(other, 1, 0); b5.put(3, v("c"))
+    assert(b5.appendInPlace(_ => false))
+    assert(!ValueSet.seal(other), "the view is not the array's whole set any more: no seal")
+    assert(ValueSet.seal(new ValueSet(other.packed)) && ValueSet.seal(new ValueSet(other.packed)),
+      "sealing twice holds")
+  }
 }

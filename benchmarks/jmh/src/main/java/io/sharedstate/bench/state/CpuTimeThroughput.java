@@ -3,6 +3,10 @@ package io.sharedstate.bench.state;
 import io.sharedstate.core.FetchAnswer;
 import io.sharedstate.core.Key;
 import io.sharedstate.core.State;
+import io.sharedstate.core.fetch.FetchAnswers;
+import io.sharedstate.core.fetch.FetchRequest;
+import io.sharedstate.core.fetch.FetchRule;
+import io.sharedstate.core.fetch.ReadMode;
 import java.lang.management.ManagementFactory;
 import java.util.Random;
 
@@ -25,6 +29,7 @@ public final class CpuTimeThroughput {
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
     String keys = args.length > 2 ? args[2] : "scattered";
     if (what.equals("fetch")) fetch(rounds, keys);
+    else if (what.equals("batch")) batch(rounds, keys, args.length > 3 ? args[3] : "into");
     else if (what.equals("apply")) apply(rounds);
     else throw new IllegalArgumentException("fetch or apply, not " + what);
   }
@@ -91,6 +96,46 @@ public final class CpuTimeThroughput {
           throw new IllegalArgumentException("scattered, in_hand, from_bytes or probe, not " + keys);
       }
       report("fetch-" + keys, round, perRound, cpu0, wall0);
+    }
+    if (found == 42) System.out.println();
+  }
+
+  /**
+   * The FetchBatchBenchmark loop: chunks of 4096 read-committed `latest` requests, `State.fetchInto` a
+   * reused FetchAnswers ("into"), or `State.fetch(requests)`, an answer object each ("objects", which
+   * main's engine also has). `keys` as for fetch: "scattered" or "in_hand".
+   */
+  private static void batch(int rounds, String keys, String api) {
+    State engine = BenchData.engine(8, false);
+    int chunk = 4096;
+    int chunks = 256;
+    Random r = new Random(42);
+    FetchRequest[][] requests = new FetchRequest[chunks][chunk];
+    for (int c = 0; c < chunks; c++) {
+      for (int j = 0; j < chunk; j++) {
+        int k = r.nextInt(BenchData.keys());
+        Key key = keys.equals("scattered") ? BenchData.keyObjects()[k] : new Key(BenchData.keyBytes()[k].clone());
+        requests[c][j] = new FetchRequest(key, Math.floorMod(r.nextLong(), 1000L * BenchData.versions()),
+            FetchRule.Latest$.MODULE$, ReadMode.Committed$.MODULE$);
+      }
+    }
+    boolean into = api.equals("into");
+    FetchAnswers answers = into ? new FetchAnswers(chunk) : null;
+    long found = 0;
+    int perRound = 1024;
+    for (int round = -3; round < rounds; round++) {
+      long cpu0 = OS.getProcessCpuTime();
+      long wall0 = System.nanoTime();
+      for (int c = 0; c < perRound; c++) {
+        if (into) {
+          engine.fetchInto(requests[c % chunks], chunk, answers);
+          for (int j = 0; j < chunk; j++) if (answers.kind(j) == FetchAnswers.Found()) found += answers.time(j);
+        } else {
+          FetchAnswer[] out = engine.fetch(requests[c % chunks]);
+          for (int j = 0; j < chunk; j++) if (out[j] instanceof FetchAnswer.Found) found++;
+        }
+      }
+      report("batch-" + api + "-" + keys, round, (long) perRound * chunk, cpu0, wall0);
     }
     if (found == 42) System.out.println();
   }

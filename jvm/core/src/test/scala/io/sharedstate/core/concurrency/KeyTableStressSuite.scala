@@ -10,7 +10,8 @@ import org.scalatest.funsuite.AnyFunSuite
  * Read-while-apply on the key table with real threads, seeded: rounds as the engine runs them (the
  * committer grows the table for the round's new keys, then two appliers insert new keys and replace
  * existing ones at once, each key by one of them), while readers look keys up and a compactor
- * replaces sets by equal copies, all the time, across many growths. The oracle is the version each
+ * replaces sets by equal copies, all the time, across many growths (one reader looks keys up in
+ * staged groups, as a batched fetch does: [[KeyTable.Lookups]]). The oracle is the version each
  * key had when its round ended: a read never sees less than that (no lost or hidden key, no lost
  * update), never more than the version being written, and at the end every key holds exactly its
  * number of updates.
@@ -42,6 +43,23 @@ class KeyTableStressSuite extends AnyFunSuite {
         while (!stop.get()) check(local.nextInt(maxKeys))
       })
     }
+    // A batched reader (the fetch path's staged look-ups): a group's lower bounds are read before its
+    // first stage, its upper bounds after its last, so each key's read falls between them.
+    val batchReader = new Thread(() => {
+      val local = new scala.util.Random(seed * 37)
+      val lookups = new KeyTable.Lookups(16)
+      while (!stop.get()) {
+        val group = Array.fill(1 + local.nextInt(16))(local.nextInt(maxKeys))
+        val lower = group.map(done.get)
+        group.indices.foreach(j => table.start(lookups, j, keys(group(j)), keys(group(j)).hashCode))
+        val read = group.indices.map(j => version(lookups.finish(j)))
+        group.indices.foreach { j =>
+          val upper = writing.get(group(j))
+          if (read(j) < lower(j) || read(j) > upper) errors.add(
+            s"seed $seed: batched read of key ${group(j)} saw version ${read(j)}, expected within [${lower(j)}, $upper]")
+        }
+      }
+    })
     val compactor = new Thread(() => {
       val local = new scala.util.Random(seed * 17)
       while (!stop.get()) {
@@ -50,7 +68,7 @@ class KeyTableStressSuite extends AnyFunSuite {
         if (before != null) table.replace(key, before, before.clone())
       }
     })
-    (readers :+ compactor).foreach(_.start())
+    (readers :+ batchReader :+ compactor).foreach(_.start())
     var inserted = 0
     var round = 0
     while (round < rounds && errors.isEmpty) {
@@ -81,7 +99,7 @@ class KeyTableStressSuite extends AnyFunSuite {
       round += 1
     }
     stop.set(true)
-    (readers :+ compactor).foreach(_.join())
+    (readers :+ batchReader :+ compactor).foreach(_.join())
     assert(errors.isEmpty, errors.toArray.take(5).mkString("\n"))
     assert(table.size == inserted)
     (0 until maxKeys).foreach(i => assert(version(table.get(keys(i))) == done.get(i), s"seed $seed key $i"))

@@ -12,17 +12,20 @@ import java.util.concurrent.atomic.AtomicLong
  * the snapshot is stored names it ([[stored]]).
  *
  * Deltas without change tracking (a host's partitions do not track changed keys: a live move's
- * pre-copy uses that tracking): the host keeps the stored capture's value sets by identity. An
- * update replaces a key's packed value set with a new array (copy-on-write), so a key whose array is
- * the one the stored capture held is unchanged since; a delta holds every other key. A delta is taken
+ * pre-copy uses that tracking): the host keeps the stored capture's value sets by identity, with their
+ * pair counts. An update either replaces a key's packed value set with a new array or appends newer
+ * pairs to the same array, past the pairs any earlier view holds (bytes below a published count never
+ * change, see ValueSet), so a key whose array and pair count are the ones the stored capture held is
+ * unchanged since; a delta holds every other key. A delta is taken
  * only on the snapshot the host's reference is (`parent`): a partition that moved here, or whose
  * newer snapshot another host stored, is encoded in full.
  */
 private[cluster] final class HostSnapshots(state: State) {
   // The capture a round took and has not finished with, per partition (a newer round's replaces it).
   private val pending = new ConcurrentHashMap[Integer, (Long, PartitionCapture)]()
-  // The stored snapshot a delta can be taken on, per partition: its id and its value sets' keys by identity.
-  private val references = new ConcurrentHashMap[Integer, (Long, java.util.IdentityHashMap[Array[Byte], Key])]()
+  // The stored snapshot a delta can be taken on, per partition: its id and, by its value sets' identity,
+  // their keys and pair counts.
+  private val references = new ConcurrentHashMap[Integer, (Long, java.util.IdentityHashMap[Array[Byte], (Key, Int)])]()
   private val tokens = new AtomicLong()
 
   /** Captures partition `p` at this commit boundary; the token names the capture in [[encode]] and [[stored]]. */
@@ -42,7 +45,7 @@ private[cluster] final class HostSnapshots(state: State) {
       val same = reference._2
       val changed = c.entries.filter { case (k, set) =>
         val was = same.get(set.packedValues)
-        was == null || was != k
+        was == null || was._1 != k || was._2 != set.size
       }
       val delta = new PartitionCapture(c.state, c.partition, c.partitionCount, c.updateProgress, delta = true, changed,
         c.staged, null)
@@ -53,8 +56,8 @@ private[cluster] final class HostSnapshots(state: State) {
   /** The capture was stored as snapshot `id`: the partition's next delta is taken on it. */
   def stored(p: Int, token: Long, id: Long): Unit = {
     val c = captured(p, token)
-    val sets = new java.util.IdentityHashMap[Array[Byte], Key](c.entries.length)
-    c.entries.foreach { case (k, set) => sets.put(set.packedValues, k) }
+    val sets = new java.util.IdentityHashMap[Array[Byte], (Key, Int)](c.entries.length)
+    c.entries.foreach { case (k, set) => sets.put(set.packedValues, (k, set.size)) }
     references.put(p, (id, sets))
     pending.remove(p, pending.get(p))
   }

@@ -4,7 +4,7 @@ import io.sharedstate.spark.rows.{AsOfPairs, StoredPairs}
 
 import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, State, StateSpec, UpdateBatch}
 import java.util.concurrent.CompletableFuture
-import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest}
 
 /** Local mode: the State lives in this JVM (the embedded default), so every call is a direct one. */
 private[sharedstate] final class LocalStateClient(state: State) extends StateClient {
@@ -19,6 +19,9 @@ private[sharedstate] final class LocalStateClient(state: State) extends StateCli
   override def fetch(request: FetchRequest): FetchAnswer = state.fetch(request)
 
   override def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer] = state.fetch(requests.toArray)
+
+  override def fetchInto(requests: Array[FetchRequest], count: Int, out: FetchAnswers): Unit =
+    state.fetchInto(requests, count, out)
 
   override def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = state.fetchAsync(request)
   override def changes(partition: Int, from: Long, until: Long): Array[Change] = state.changes(partition, from, until)

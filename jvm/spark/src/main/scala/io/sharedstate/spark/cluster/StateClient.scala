@@ -4,7 +4,7 @@ import io.sharedstate.spark.rows.StoredPairs
 
 import io.sharedstate.core.{Change, ChangeSubscription, FetchAnswer, RejectedUpdate, StateSpec, UpdateBatch}
 import java.util.concurrent.CompletableFuture
-import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest}
 
 /**
  * What task-side code (writers, fetch joins, scans, SQL) does with a State, wherever its partitions
@@ -29,6 +29,14 @@ private[sharedstate] trait StateClient {
   def fetch(requests: IndexedSeq[FetchRequest]): Array[FetchAnswer]
 
   def fetch(request: FetchRequest): FetchAnswer = fetch(IndexedSeq(request))(0)
+
+  /**
+   * Answers `requests(0 until count)` into `out`, in order, as [[fetch]] would. A State in this JVM reads
+   * found `latest` values in place (`State.fetchInto`: no answer object per request); elsewhere the
+   * answers of [[fetch]] are copied in.
+   */
+  def fetchInto(requests: Array[FetchRequest], count: Int, out: FetchAnswers): Unit =
+    FetchAnswers.of(fetch(scala.collection.immutable.ArraySeq.unsafeWrapArray(requests).take(count)), out)
 
   /** Answered as soon as U passes the request's reply time (from the owner's pending queue). */
   def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer]

@@ -3,10 +3,12 @@ package io.sharedstate.spark.fetch
 import io.sharedstate.spark.rows.{StoredRows, UnsafeColumnCopy}
 
 import io.sharedstate.core.FetchAnswer
+import io.sharedstate.core.fetch.FetchAnswers
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.types.DataType
+import org.apache.spark.unsafe.Platform
 
 /**
  * Writes the fetch join operator's output rows ([[FetchJoinRows.schema]]: the event's columns, the
@@ -30,6 +32,8 @@ private[sharedstate] final class FetchJoinOutput(spec: FetchJoinSpec) {
   private val eventWidth = events.width
   private val bookkeeping = eventWidth + cells.width
   private val writer = new UnsafeRowWriter(bookkeeping + FetchJoinRows.Bookkeeping, 64)
+  // Points at a found value where it lies in the answers' buffer (see answered).
+  private val stored = new UnsafeRow(values.width)
 
   /**
    * Starts a row for `event` with its cells from `answer`; false (and null cells) when the fetch found
@@ -50,6 +54,20 @@ private[sharedstate] final class FetchJoinOutput(spec: FetchJoinSpec) {
         !emptyRange
       case FetchAnswer.NotYet => throw new IllegalStateException("a fetch that is not answerable yet has no cells")
     }
+  }
+
+  /**
+   * [[answered]] with answer `i` of `answers`: a found `latest` value is copied into the row from the
+   * answers' buffer, where it lies (no answer object, no value array per answer).
+   */
+  def answered(event: UnsafeRow, answers: FetchAnswers, i: Int): Boolean = answers.kind(i) match {
+    case FetchAnswers.Found =>
+      start(event)
+      stored.pointTo(answers.valueArray(i), Platform.BYTE_ARRAY_OFFSET + answers.valueOffset(i), answers.valueLength(i))
+      values.copy(stored, writer, eventWidth)
+      writer.write(eventWidth + values.width, answers.time(i))
+      true
+    case _ => answered(event, answers.answer(i))
   }
 
   /** Starts a row for `event` with null cells (nothing fetched, or a summary row). */

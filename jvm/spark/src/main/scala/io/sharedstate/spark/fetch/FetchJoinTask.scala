@@ -4,8 +4,8 @@ import io.sharedstate.spark.cluster.StateClient
 import io.sharedstate.spark.fetch.batch.{BatchBound, WaitingEventFiles}
 import io.sharedstate.spark.rows.KeyEncoder
 
-import io.sharedstate.core.{EventTime, FetchAnswer, SharedStateException}
-import io.sharedstate.core.fetch.FetchRequest
+import io.sharedstate.core.{EventTime, SharedStateException}
+import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 
@@ -38,7 +38,10 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
   private val kinds = new Array[Int](Chunk)
   private val times = new Array[Long](Chunk)
   private val arrivals = new Array[Long](Chunk)
-  private val answers = new Array[FetchAnswer](Chunk)
+  // The chunk's requests and their answers (event i's is answer answerAt(i)), reused chunk after chunk.
+  private val requests = new Array[FetchRequest](Chunk)
+  private val answers = new FetchAnswers(Chunk)
+  private val answerAt = new Array[Int](Chunk)
   private var filled = 0
   private var pos = 0
   private var started = -1 // the event whose answered row `output` holds, so hasNext twice writes it once
@@ -77,7 +80,7 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
         case Skip => pos += 1
         case Asked =>
           if (started == pos) return true
-          if (output.answered(events(pos), answers(pos)) || !spec.inner) { started = pos; return true }
+          if (output.answered(events(pos), answers, answerAt(pos)) || !spec.inner) { started = pos; return true }
           else pos += 1
         case NoTime if spec.inner => pos += 1
         case _ => return true
@@ -116,28 +119,23 @@ private[sharedstate] final class FetchJoinTask(spec: FetchJoinSpec, bound: Batch
 
   // One batched request for the chunk's answerable events; those the State cannot answer yet wait.
   private def ask(asked: Int): Unit = {
-    val state = StateClient.of(spec.stateName)
-    val requests = new Array[FetchRequest](asked)
     var i = 0
     var r = 0
     while (i < filled) {
       if (kinds(i) == Asked) {
         requests(r) = spec.request(keys.key(events(i)), times(i))
+        answerAt(i) = r
         r += 1
       }
       i += 1
     }
-    val replies = state.fetch(requests.toIndexedSeq)
+    StateClient.of(spec.stateName).fetchInto(requests, asked, answers)
+    java.util.Arrays.fill(requests.asInstanceOf[Array[AnyRef]], 0, asked, null)
     i = 0
-    r = 0
     while (i < filled) {
-      if (kinds(i) == Asked) {
-        answers(i) = replies(r)
-        if (answers(i) eq FetchAnswer.NotYet) {
-          kinds(i) = Skip
-          keep(i)
-        }
-        r += 1
+      if (kinds(i) == Asked && answers.isNotYet(answerAt(i))) {
+        kinds(i) = Skip
+        keep(i)
       }
       i += 1
     }

@@ -1,6 +1,7 @@
 package io.sharedstate.core
 
 import io.sharedstate.core.compaction.CompactionRule
+import io.sharedstate.core.partial.{PartialChain, PartialRule}
 import io.sharedstate.core.rules.UpdateRule
 import java.util.Arrays
 import java.util.concurrent.{Callable, ForkJoinPool}
@@ -25,6 +26,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private val entries = new KeyTable()
   private val readsPrevious = rule.readsPrevious
+  private val partialRule = rule match { case p: PartialRule => p; case _ => null }
   private val staged = new StagedUpdates
   private val heldBytes = new AtomicLong()
   private val rawHeld = new AtomicLong()
@@ -237,31 +239,47 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val before = if (packed == null) null else new ValueSet(packed)
       val b = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, chain.length, 0)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
+      def reject(c: Int, reason: String): Unit = {
+        val o = ready.origins(c)
+        if (rejected == null) rejected = new ArrayBuffer[RejectedUpdate](1)
+        rejected += RejectedUpdate(
+          key.bytes,
+          ready.times(c),
+          ready.values(c),
+          s"${RejectedUpdate.RuleFailed}: $reason",
+          if (o == null) "" else o.writer,
+          if (o == null) -1L else o.epoch,
+          if (o == null) Long.MinValue else o.updateProgress
+        )
+      }
       var applied = 0L
-      var n = 0
-      while (n < chain.length) {
-        val c = chain(n)
-        n += 1
-        val t = ready.times(c)
-        val incoming = ready.values(c)
-        try {
-          val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
-          if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
-          b.put(t, v)
-          applied += 1
-        } catch {
-          case e: Exception =>
-            val o = ready.origins(c)
-            if (rejected == null) rejected = new ArrayBuffer[RejectedUpdate](1)
-            rejected += RejectedUpdate(
-              key.bytes,
-              t,
-              incoming,
-              s"${RejectedUpdate.RuleFailed}: ${e.getMessage}",
-              if (o == null) "" else o.writer,
-              if (o == null) -1L else o.epoch,
-              if (o == null) Long.MinValue else o.updateProgress
-            )
+      // A long chain of a partial State's key: its instances' folds run in parallel (PartialChain).
+      val byInstance = partialRule != null && chain.length >= PartialChain.Threshold &&
+        (b.size == 0 || b.lastTime <= ready.times(chain(0)))
+      val split =
+        if (!byInstance) null
+        else PartialChain(partialRule.inner, b.valueAtOrBefore(ready.times(chain(0))), chain.map(ready.values(_)))
+      if (split != null) {
+        var n = 0
+        while (n < chain.length) {
+          val c = chain(n)
+          if (split.failures(n) != null) reject(c, split.failures(n))
+          else { b.put(ready.times(c), split.sets(n)); applied += 1 }
+          n += 1
+        }
+      } else {
+        var n = 0
+        while (n < chain.length) {
+          val c = chain(n)
+          n += 1
+          val t = ready.times(c)
+          val incoming = ready.values(c)
+          try {
+            val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
+            if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
+            b.put(t, v)
+            applied += 1
+          } catch { case e: Exception => reject(c, e.getMessage) }
         }
       }
       // Rejections are handed over once the chain's result stands (a retry rebuilds them).
@@ -473,13 +491,30 @@ object StatePartition {
     cuts.toArray
   }
 
-  // Stable sort of a chain (arrival order) by timestamp.
-  private def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {
+  // Stable sort of a chain (arrival order) by timestamp. A hot key's chain is long: when the chain's
+  // time span and its length fit in a long together, (time - min, position) pairs sort as primitives.
+  private[core] def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {
     var sorted = true
-    var i = 1
-    while (i < chain.length && sorted) { if (times(chain(i)) < times(chain(i - 1))) sorted = false; i += 1 }
+    var min = Long.MaxValue
+    var max = Long.MinValue
+    var i = 0
+    while (i < chain.length) {
+      val t = times(chain(i))
+      if (i > 0 && t < times(chain(i - 1))) sorted = false
+      if (t < min) min = t
+      if (t > max) max = t
+      i += 1
+    }
+    val bits = 32 - Integer.numberOfLeadingZeros(math.max(chain.length - 1, 1))
     if (sorted) chain
-    else {
+    else if (max - min >= 0 && (max - min) < (1L << (63 - bits))) {
+      val packed = new Array[Long](chain.length)
+      i = 0
+      while (i < chain.length) { packed(i) = ((times(chain(i)) - min) << bits) | i; i += 1 }
+      Arrays.sort(packed)
+      val mask = (1L << bits) - 1
+      packed.map(x => chain((x & mask).toInt))
+    } else {
       val boxed = chain.map(Integer.valueOf)
       Arrays.sort(boxed, (a: Integer, b: Integer) => java.lang.Long.compare(times(a), times(b))) // TimSort: stable
       boxed.map(_.intValue)

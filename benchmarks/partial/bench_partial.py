@@ -644,7 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--abort-after", type=float, default=15.0, help="sustained: seconds after the last file")
     parser.add_argument("--precision", type=float, default=1.2, help="sustained: search until best/failed within")
     parser.add_argument("--start-rates", default="", help="sustained: app=events/s,... (default START_RATE)")
-    parser.add_argument("--common-rates", default="", help="sustained: app=events/s,... (default COMMON_RATE)")
+    parser.add_argument(
+        "--common-rates", default="", help="sustained: app=events/s,... (default COMMON_RATE; none: no common point)"
+    )
     parser.add_argument(
         "--rates",
         default="",
@@ -684,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         args.peer_partitions,
     )
     start_rates = {**START_RATE, **_rates(args.start_rates)}
-    common_rates = {**COMMON_RATE, **_rates(args.common_rates)}
+    common_rates = {} if args.common_rates == "none" else {**COMMON_RATE, **_rates(args.common_rates)}
     conf = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.numRecentProgressUpdates": "2000"}
     if args.jfr is not None:
         from sharedstate.session import conf_file
@@ -738,9 +740,10 @@ def main(argv: list[str] | None = None) -> int:
                     if kind not in warmed:  # a fresh JVM's first queries of a kind: run, not measured
                         warmed.add(kind)
                         saved, args.feed = args.feed, min(args.feed, 6.0)
-                        run_at(common_rates[app], "warmup")
+                        run_at(common_rates.get(app, COMMON_RATE[app]), "warmup")
                         args.feed = saved
-                    run_at(common_rates[app], "common")
+                    if app in common_rates:
+                        run_at(common_rates[app], "common")
                     if args.rates:
                         for rate in _app_rates(args.rates, app):
                             run_at(rate)
@@ -748,7 +751,8 @@ def main(argv: list[str] | None = None) -> int:
                         tried = [p for p in points if (p["run"], p["app"], p["mode"]) == (run, app, "rate")]
                         ok = [p["rate"] for p in tried if p["sustained"] and p["side"].startswith("sharedstate")]
                         # sharedstate-2 starts where sharedstate-1 ended (fewer points); the peer at the common rate
-                        start = common_rates[app] if side == "spark-peer" else max(ok or [start_rates[app]])
+                        peer_start = common_rates.get(app, COMMON_RATE[app])
+                        start = peer_start if side == "spark-peer" else max(ok or [start_rates[app]])
                         search(run_at, start, args.precision)
     finally:
         spark.stop()

@@ -76,6 +76,18 @@ class PartialChainSuite extends AnyFunSuite with ScalaCheckPropertyChecks {
     }
   }
 
+  test("the sink's one-instance form is the instance set of that one instance") {
+    val rnd = new Random(3)
+    for (_ <- 0 until 200) {
+      val instance = if (rnd.nextBoolean()) rnd.nextInt(8) else rnd.nextInt(Int.MaxValue)
+      val value = Array.fill(rnd.nextInt(40))(rnd.nextInt(256).toByte)
+      val single = PartialValues.single(instance, value)
+      assert(java.util.Arrays.equals(single, PartialValues.encode(Array(instance), Array(value))))
+      assert(PartialValues.instances(single).toSeq == Seq(instance))
+      assert(java.util.Arrays.equals(PartialValues.valueOf(single, instance), value))
+    }
+  }
+
   test("updates carrying several instances, or a malformed base, are left to the update-by-update path") {
     val sum = new NumericRule("sum", t, NumericOp.Sum)
     assert(PartialChain(sum, null, Array(PartialValues.encode(Array(0, 1), Array(v(1), v(2))))) == null)

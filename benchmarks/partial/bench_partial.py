@@ -475,15 +475,21 @@ def ratios_of(summary: dict) -> dict:
         if not {"sharedstate-1", "sharedstate-2", "spark-peer"} <= set(cap):
             continue
         one, two, peer = cap["sharedstate-1"], cap["sharedstate-2"], cap["spark-peer"]
-        r = {
-            "mode": mode,
-            "two_over_one": two["median"] / one["median"],
-            "two_over_peer": two["median"] / peer["median"],
-        }
+        r = {"mode": mode, "two_over_one": _ratio(two["median"], one["median"])}
+        r["two_over_peer"] = _ratio(two["median"], peer["median"])
         if mode == "sustained":
-            r["two_over_one_per_run"] = [b / a if a else float("nan") for a, b in zip(one["per_run"], two["per_run"])]
+            r["two_over_one_per_run"] = [_ratio(b, a) for a, b in zip(one["per_run"], two["per_run"])]
         ratios[app] = r
     return ratios
+
+
+def _ratio(a: float, b: float) -> float | None:
+    """a / b; None when b sustained no rate at all (0)."""
+    return a / b if b else None
+
+
+def _x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
 
 
 def table(doc: dict) -> str:
@@ -554,12 +560,13 @@ def table(doc: dict) -> str:
     ]
     for app, r in doc["ratios"].items():
         scaled = app in SCALING_APPS
-        met = (r["two_over_one"] >= 1.8 or not scaled) and r["two_over_peer"] >= 5
+        two_one, two_peer = r["two_over_one"], r["two_over_peer"]
+        met = (not scaled or (two_one or 0) >= 1.8) and (two_peer is None or two_peer >= 5)
         targets = ">= 1.8x, >= 5x" if scaled else ">= 5x"
-        per = ", ".join(f"{v:.2f}x" for v in r.get("two_over_one_per_run", []))
+        per = ", ".join(_x(v) for v in r.get("two_over_one_per_run", []))
+        peer = _x(two_peer) if two_peer is not None else "the peer sustained no rate tried"
         lines.append(
-            f"| {app} | {r['mode']} | {r['two_over_one']:.2f}x | {per or '-'} | {r['two_over_peer']:.2f}x | "
-            f"{targets} | {'yes' if met else 'no'} |"
+            f"| {app} | {r['mode']} | {_x(two_one)} | {per or '-'} | {peer} | {targets} | {'yes' if met else 'no'} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -640,6 +640,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--first-run",
+        type=int,
+        default=0,
+        help="number the runs (and seed them) from here: runs split over invocations",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny workloads, one run: a smoke test")
     parser.add_argument(
         "--large", action="store_true", help="capacity/latency: fraud and barrier at issue 25's size (10K per rule)"
@@ -722,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
         return d
 
     try:
-        for run in range(runs):
+        for run in range(args.first_run, args.first_run + runs):
             for app in args.apps.split(","):
                 modes = args.modes.split(",") if args.modes else DEFAULT_MODES[app]
                 fixed = [m for m in modes if m in FIXED_MODES]

@@ -105,6 +105,10 @@ class Point:
     lag_q2_ms: float | None = None
     lag_q4_ms: float | None = None
     batch_rows: float | None = None
+    # CPU the point's JVM got (its CPU seconds over the point's wall seconds: at most nproc) and how busy
+    # the whole machine was meanwhile (0-1): a side can only use the cores the shared machine leaves it
+    jvm_cores: float | None = None
+    machine_busy: float | None = None
 
 
 class Feeder(threading.Thread):
@@ -204,6 +208,7 @@ class Args:
     max_p99_ms: float
     abort_after: float  # sustained: give up this long after the last file while events are missing
     peer_partitions: int
+    jvm_pid: int | None = None
 
 
 def side_setup(side: str, mode: str, args: Args) -> sides.Setup:
@@ -238,6 +243,39 @@ def start_side(spark, staged: Staged, side: str, setup: sides.Setup, live: dict,
         return sides.peer_learning(spark, live, work, setup, lateness_s * SECOND, rec)
 
 
+class CpuUse:
+    """The JVM's CPU seconds (/proc/<pid>/stat) and the machine's busy and total jiffies (/proc/stat)."""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.start = self._now()
+
+    def _now(self) -> tuple[float, float, float, float] | None:
+        try:
+            tick = os.sysconf("SC_CLK_TCK")
+            jvm = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = (int(jvm[11]) + int(jvm[12])) / tick  # utime + stime
+            fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+            idle = fields[3] + fields[4]
+            return time.time(), cpu, sum(fields) - idle, sum(fields)
+        except (OSError, ValueError, IndexError, TypeError):
+            return None
+
+    def since_start(self) -> tuple[float | None, float | None]:
+        end = self._now()
+        if self.start is None or end is None or end[0] <= self.start[0] or end[3] <= self.start[3]:
+            return None, None
+        cores = (end[1] - self.start[1]) / (end[0] - self.start[0])
+        return round(cores, 2), round((end[2] - self.start[2]) / (end[3] - self.start[3]), 2)
+
+
+def jvm_pid(spark) -> int | None:
+    try:
+        return int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 (a diagnostic only)
+        return None
+
+
 @dataclass
 class Observed:
     got: pd.DataFrame  # the checked output, one row per id, with done_at
@@ -247,6 +285,8 @@ class Observed:
     load: float
     began: float
     failure: str | None
+    jvm_cores: float | None = None
+    machine_busy: float | None = None
 
 
 def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -> Observed:
@@ -268,6 +308,7 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
     queries = start_side(spark, staged, side, side_setup(side, mode, args), live, work, uid, rec)
     pace = {"sustained": args.pace_rate, "latency": args.pace}.get(mode, 0.0)
     feeder = Feeder(staged, live, pace)
+    cpu = CpuUse(args.jvm_pid)
     began = time.time()
     feeder.start()
     failure = None
@@ -284,6 +325,7 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
             time.sleep(0.2)
     finally:
         feeder.stop()
+        jvm_cores, machine_busy = cpu.since_start()
         phases = {}
         rows_first = []
         for i, q in enumerate(queries):
@@ -305,7 +347,7 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
     if failure is None and time.time() - began > args.timeout and len(got) < staged.events:
         failure = f"{len(got)} of {staged.events} in {args.timeout}s"
     batch_rows = float(np.median(rows_first)) if rows_first else None
-    return Observed(got, dict(feeder.visible), phases, batch_rows, load, began, failure)
+    return Observed(got, dict(feeder.visible), phases, batch_rows, load, began, failure, jvm_cores, machine_busy)
 
 
 def _lags_ms(staged: Staged, obs: Observed) -> tuple[np.ndarray, np.ndarray, int]:
@@ -350,6 +392,8 @@ def fixed_point(staged: Staged, side: str, mode: str, obs: Observed) -> Point:
         round(obs.load, 2),
         obs.phases,
         batch_rows=obs.batch_rows,
+        jvm_cores=obs.jvm_cores,
+        machine_busy=obs.machine_busy,
     )
 
 
@@ -388,6 +432,8 @@ def rate_point(staged: Staged, side: str, rate: float, mode: str, obs: Observed,
         lag_q2_ms=round(q2, 1),
         lag_q4_ms=round(q4, 1),
         batch_rows=obs.batch_rows,
+        jvm_cores=obs.jvm_cores,
+        machine_busy=obs.machine_busy,
     )
 
 
@@ -454,6 +500,8 @@ def summarize(points: list[dict]) -> dict:
                 "min": min(rates),
                 "max": max(rates),
                 "batch_rows_at_best": [b["batch_rows"] if b else None for b in best.values()],
+                "jvm_cores_at_best": [b.get("jvm_cores") if b else None for b in best.values()],
+                "machine_busy_at_best": [b.get("machine_busy") if b else None for b in best.values()],
                 "common_rate": common[0]["rate"] if common else None,
                 "common_sustained": [p["sustained"] for p in common],
                 "common_p50_ms": statistics.median(p["p50_ms"] for p in common) if common else None,
@@ -513,9 +561,9 @@ def table(doc: dict) -> str:
             f"{m['max_p99_ms']:,.0f} ms, lag not growing). Best sustained events/s per run, median (min-max); "
             "rows per micro-batch of the first query at the best rate; p50/p99 lag at the common rate.",
             "",
-            "| application | side | sustained events/s | per run | rows per batch at best | common rate | "
-            "p50 ms | p99 ms | points | equal to the oracle |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| application | side | sustained events/s | per run | rows per batch at best | JVM cores at best "
+            "(machine busy) | common rate | p50 ms | p99 ms | points | equal to the oracle |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for app, by_side in sustained.items():
             for side, x in by_side.items():
@@ -524,12 +572,16 @@ def table(doc: dict) -> str:
                     continue
                 per = ", ".join(f"{v:,.0f}" for v in c["per_run"])
                 rows = ", ".join("-" if r is None else f"{r:,.0f}" for r in c["batch_rows_at_best"])
+                cores = ", ".join(
+                    "-" if x is None else f"{x:.2f} ({b:.0%})"
+                    for x, b in zip(c.get("jvm_cores_at_best", []), c.get("machine_busy_at_best", []))
+                )
                 p50 = "-" if c["common_p50_ms"] is None else f"{c['common_p50_ms']:,.0f}"
                 p99 = "-" if c["common_p99_ms"] is None else f"{c['common_p99_ms']:,.0f}"
                 ok = "yes" if c["wrong_points"] == 0 else f"NO ({c['wrong_points']} points)"
                 lines.append(
                     f"| {app} | {side} | {c['median']:,.0f} ({c['min']:,.0f}-{c['max']:,.0f}) | {per} | {rows} | "
-                    f"{c['common_rate'] or 0:,.0f}/s | {p50} | {p99} | {c['points']} | {ok} |"
+                    f"{cores} | {c['common_rate'] or 0:,.0f}/s | {p50} | {p99} | {c['points']} | {ok} |"
                 )
         lines.append("")
     if fixed:
@@ -715,6 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         conf["spark.eventLog.compress"] = "false"
     spark = ss.session("sharedstate-partial-bench", master="local[4]", **conf)
     spark.sparkContext.setLogLevel("ERROR")
+    point_args.jvm_pid = jvm_pid(spark)
     cache = scratch / "staged"
     stagers = {"fraud": stage_fraud, "barrier": stage_barrier, "learning": stage_learning, "cf": stage_cf}
     points: list[dict] = []

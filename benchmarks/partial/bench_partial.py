@@ -109,6 +109,7 @@ class Point:
     # the whole machine was meanwhile (0-1): a side can only use the cores the shared machine leaves it
     jvm_cores: float | None = None
     machine_busy: float | None = None
+    cpu_by_thread: dict | None = None  # the JVM's CPU seconds by kind of thread (CpuUse.KINDS)
 
 
 class Feeder(threading.Thread):
@@ -244,22 +245,60 @@ def start_side(spark, staged: Staged, side: str, setup: sides.Setup, live: dict,
 
 
 class CpuUse:
-    """The JVM's CPU seconds (/proc/<pid>/stat) and the machine's busy and total jiffies (/proc/stat)."""
+    """The JVM's CPU seconds (/proc/<pid>/stat), by kind of thread (/proc/<pid>/task/*: the executor
+    tasks, the queries' driver threads, GC, the JIT, the rest), and the machine's busy and total
+    jiffies (/proc/stat), from the start of a point to `since_start`."""
+
+    # thread names as the kernel keeps them (15 characters)
+    KINDS = [
+        ("executor tasks", ("Executor task",)),
+        ("query driver threads", ("stream executio",)),
+        ("State appliers (common pool)", ("ForkJoinPool.co",)),
+        ("GC", ("GC Thread", "G1 ", "VM Thread", "GC ")),
+        ("JIT compiler", ("C1 CompilerThre", "C2 CompilerThre")),
+    ]
 
     def __init__(self, pid: int | None):
         self.pid = pid
+        self.tick = os.sysconf("SC_CLK_TCK")
         self.start = self._now()
+        self.threads = self._threads()
 
     def _now(self) -> tuple[float, float, float, float] | None:
         try:
-            tick = os.sysconf("SC_CLK_TCK")
             jvm = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            cpu = (int(jvm[11]) + int(jvm[12])) / tick  # utime + stime
+            cpu = (int(jvm[11]) + int(jvm[12])) / self.tick  # utime + stime
             fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
             idle = fields[3] + fields[4]
             return time.time(), cpu, sum(fields) - idle, sum(fields)
         except (OSError, ValueError, IndexError, TypeError):
             return None
+
+    def _threads(self) -> dict[str, tuple[str, float]]:
+        out = {}
+        try:
+            for task in Path(f"/proc/{self.pid}/task").iterdir():
+                try:
+                    name = (task / "comm").read_text().strip()
+                    stat = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                    out[task.name] = (name, (int(stat[11]) + int(stat[12])) / self.tick)
+                except (OSError, ValueError, IndexError):
+                    continue
+        except (OSError, TypeError):
+            pass
+        return out
+
+    def _kind(self, name: str) -> str:
+        return next((k for k, prefixes in self.KINDS if name.startswith(prefixes)), "other")
+
+    def by_thread(self) -> dict[str, float]:
+        """CPU seconds per kind of thread since the start (threads that ended meanwhile are not counted)."""
+        out: dict[str, float] = {}
+        for tid, (name, cpu) in self._threads().items():
+            before = self.threads.get(tid, (name, 0.0))[1]
+            kind = self._kind(name)
+            out[kind] = round(out.get(kind, 0.0) + cpu - before, 2)
+        return out
 
     def since_start(self) -> tuple[float | None, float | None]:
         end = self._now()
@@ -287,6 +326,7 @@ class Observed:
     failure: str | None
     jvm_cores: float | None = None
     machine_busy: float | None = None
+    cpu_by_thread: dict | None = None
 
 
 def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -> Observed:
@@ -326,6 +366,7 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
     finally:
         feeder.stop()
         jvm_cores, machine_busy = cpu.since_start()
+        cpu_by_thread = cpu.by_thread()  # before the queries stop (their driver threads end with them)
         phases = {}
         rows_first = []
         for i, q in enumerate(queries):
@@ -347,7 +388,9 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
     if failure is None and time.time() - began > args.timeout and len(got) < staged.events:
         failure = f"{len(got)} of {staged.events} in {args.timeout}s"
     batch_rows = float(np.median(rows_first)) if rows_first else None
-    return Observed(got, dict(feeder.visible), phases, batch_rows, load, began, failure, jvm_cores, machine_busy)
+    return Observed(
+        got, dict(feeder.visible), phases, batch_rows, load, began, failure, jvm_cores, machine_busy, cpu_by_thread
+    )
 
 
 def _lags_ms(staged: Staged, obs: Observed) -> tuple[np.ndarray, np.ndarray, int]:
@@ -394,6 +437,7 @@ def fixed_point(staged: Staged, side: str, mode: str, obs: Observed) -> Point:
         batch_rows=obs.batch_rows,
         jvm_cores=obs.jvm_cores,
         machine_busy=obs.machine_busy,
+        cpu_by_thread=obs.cpu_by_thread,
     )
 
 
@@ -434,6 +478,7 @@ def rate_point(staged: Staged, side: str, rate: float, mode: str, obs: Observed,
         batch_rows=obs.batch_rows,
         jvm_cores=obs.jvm_cores,
         machine_busy=obs.machine_busy,
+        cpu_by_thread=obs.cpu_by_thread,
     )
 
 

@@ -2,13 +2,18 @@
 fetch) and as a Spark user writes it today (a foreachBatch that keeps the history and recomputes
 the global aggregate each micro-batch for what has become final, then joins it).
 
-Every side reads the same live file directories (one file per micro-batch per stream), and hands
-each batch of output rows to `Recorder`, which notes the wall time the batch was done."""
+Every side reads the same live file directories with the same batch policy (`Setup.files_per_trigger`:
+one file per micro-batch, or every file visible when the micro-batch starts), and hands each batch of
+output rows to `Recorder`, which notes the wall time the batch was done. `Setup.partitions` is the
+parallelism of every query of a side (see `parallelism`)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +22,55 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 import sharedstate as ss
-from sharedstate.demos.streaming import file_stream, state_sink
+from sharedstate.demos.streaming import state_sink
 from sharedstate.testing.learning import LR
 
 TRIGGER = "100 milliseconds"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How a side runs: `partitions` (P) tasks in every stage of every query, and the batch policy,
+    `files_per_trigger` files per micro-batch at most (None: every file visible, as a backlogged
+    Kafka source without maxOffsetsPerTrigger takes everything there is)."""
+
+    partitions: int
+    files_per_trigger: int | None = 1
+
+
+def file_stream(spark: SparkSession, schema: str, directory: Path, setup: Setup) -> DataFrame:
+    """The parquet files in `directory` in modification-time order, at most `files_per_trigger` a micro-batch."""
+    reader = spark.readStream.schema(schema)
+    if setup.files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", setup.files_per_trigger)
+    return reader.parquet(str(directory))
+
+
+# A micro-batch's files are read as `spark.sql.files.minPartitionNum` splits, however many files the
+# batch has (a split may hold many files: their open cost is counted, but no split is capped below 1 GiB).
+PARALLELISM_CONF = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.files.minPartitionNum",
+    "spark.sql.files.maxPartitionBytes",
+)
+
+
+@contextmanager
+def parallelism(spark: SparkSession, partitions: int) -> Iterator[None]:
+    """Queries started inside read their files as `partitions` splits and shuffle into `partitions`
+    (a streaming query keeps the session's settings of when it started)."""
+    before = {k: spark.conf.get(k, None) for k in PARALLELISM_CONF}
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    spark.conf.set("spark.sql.files.minPartitionNum", str(partitions))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 30))
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 class Recorder:
@@ -52,9 +102,10 @@ class Recorder:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*self.columns, "done_at"])
 
 
-def _recorded(df: DataFrame, recorder: Recorder, checkpoint: Path) -> StreamingQuery:
+def _recorded(df: DataFrame, recorder: Recorder, checkpoint: Path, name: str) -> StreamingQuery:
     return (
-        df.writeStream.foreachBatch(recorder)
+        df.writeStream.queryName(name)
+        .foreachBatch(recorder)
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime=TRIGGER)
         .start()
@@ -71,11 +122,11 @@ CF_COLUMNS = ["req_id", "counts"]
 
 
 def _value_barrier(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, setup: Setup, lateness: str
 ) -> tuple[StreamingQuery, DataFrame]:
     """The value barrier: transactions (the values) into a partial `sum` State, one instance per
-    writer task; returns that query and the rules (the barriers) each joined, by a global
-    read-committed fetch, with the total and count of every value at or before it."""
+    writer task; returns that query and the rules (the barriers, `partitions` tasks too) each
+    joined, by a global read-committed fetch, with the total and count of every value at or before it."""
     from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA
 
     totals_name = f"bench_totals_{uid}"
@@ -83,38 +134,43 @@ def _value_barrier(
         spark, totals_name, key="k STRING", value="total BIGINT, n BIGINT", rule="sum", partial="sum", partitions=2
     )
     one = F.lit(1).cast("bigint")
-    adds = file_stream(spark, TX_SCHEMA, live["tx"]).repartition(partitions, "tx_id")
+    partitions = setup.partitions
+    adds = file_stream(spark, TX_SCHEMA, live["tx"], setup).repartition(partitions, "tx_id")
     adds = adds.select(F.lit("all").alias("k"), "ts", F.col("amount").alias("total"), one.alias("n"))
-    q1 = state_sink(adds, totals_name, "k", lateness, work / "ck-totals", TRIGGER)
-    barrier = totals.fetch_join(file_stream(spark, RULE_SCHEMA, live["rules"]).withColumn("k", F.lit("all")), "k", "ts")
+    q1 = state_sink(adds, totals_name, "k", lateness, work / "ck-totals", TRIGGER, f"writer_{uid}")
+    rules = file_stream(spark, RULE_SCHEMA, live["rules"], setup).repartition(partitions, "rule_id")
+    barrier = totals.fetch_join(rules.withColumn("k", F.lit("all")), "k", "ts")
     return q1, barrier
 
 
 def sharedstate_barrier(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, setup: Setup, lateness: str, rec: Recorder
 ) -> list[StreamingQuery]:
     """DGS's value barrier: each barrier with the aggregate of every value before it (the window
     since the barrier before is the difference of the two)."""
-    q1, barrier = _value_barrier(spark, live, work, uid, partitions, lateness)
-    return [q1, _recorded(barrier.select(*BARRIER_COLUMNS), rec, work / "ck-barriers")]
+    q1, barrier = _value_barrier(spark, live, work, uid, setup, lateness)
+    return [q1, _recorded(barrier.select(*BARRIER_COLUMNS), rec, work / "ck-barriers", f"barriers_{uid}")]
 
 
 def sharedstate_fraud(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, setup: Setup, lateness: str, rec: Recorder
 ) -> list[StreamingQuery]:
     """demos/fraud.py's three queries: the value barrier (transactions into a partial `sum` State,
     rules as barriers) with the barriers into `rules`, then transactions checked against the last
-    rule; the first and the last query each with `partitions` tasks."""
+    rule; each query with `setup.partitions` tasks (the rules too: `_value_barrier`)."""
     from sharedstate.testing.fraud import TX_SCHEMA
 
+    partitions = setup.partitions
     rules_name = f"bench_rules_{uid}"
     rules = ss.State.create(
         spark, rules_name, key="k STRING", value="factor DOUBLE, rule_id BIGINT, total BIGINT, n BIGINT", partitions=1
     )
-    q1, barrier = _value_barrier(spark, live, work, uid, partitions, lateness)
+    q1, barrier = _value_barrier(spark, live, work, uid, setup, lateness)
     found = barrier.select("k", "ts", "factor", "rule_id", "total", "n")
-    q2 = state_sink(found, rules_name, "k", lateness, work / "ck-rules", TRIGGER)
-    txs = file_stream(spark, TX_SCHEMA, live["tx"]).repartition(partitions, "tx_id").withColumn("k", F.lit("all"))
+    q2 = state_sink(found, rules_name, "k", lateness, work / "ck-rules", TRIGGER, f"barriers_{uid}")
+    txs = (
+        file_stream(spark, TX_SCHEMA, live["tx"], setup).repartition(partitions, "tx_id").withColumn("k", F.lit("all"))
+    )
     checked = rules.fetch_join(txs, key="k", time="ts").select(
         "tx_id",
         "rule_id",
@@ -122,31 +178,32 @@ def sharedstate_fraud(
         "n",
         F.when(F.col("n") > 0, F.col("amount") > F.col("factor") * F.col("total") / F.col("n")).alias("flagged"),
     )
-    return [q1, q2, _recorded(checked, rec, work / "ck-checked")]
+    return [q1, q2, _recorded(checked, rec, work / "ck-checked", f"check_{uid}")]
 
 
 def sharedstate_learning(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, setup: Setup, lateness: str, rec: Recorder
 ) -> list[StreamingQuery]:
     """python/tests/test_partial_learning.py's trainer (SGD steps into a partial `sum` State, one
     instance per writer task) and scorer (each event with the merged model as of its time, BSP)."""
     from sharedstate.testing.learning import EVENT_SCHEMA, EXAMPLE_SCHEMA
 
+    partitions = setup.partitions
     name = f"bench_model_{uid}"
     ss.State.create(spark, name, key="model STRING", value="w ARRAY<DOUBLE>", rule="sum", partial="sum", partitions=2)
     steps = (
-        file_stream(spark, EXAMPLE_SCHEMA, live["ex"])
+        file_stream(spark, EXAMPLE_SCHEMA, live["ex"], setup)
         .repartition(partitions, "ex_id")
         .select("model", "ts", F.expr(f"transform(x, v -> v * y * {LR}D)").alias("w"))
     )
-    q1 = state_sink(steps, name, "model", lateness, work / "ck-train", TRIGGER)
-    events = file_stream(spark, EVENT_SCHEMA, live["ev"]).repartition(partitions, "ev_id")
+    q1 = state_sink(steps, name, "model", lateness, work / "ck-train", TRIGGER, f"trainer_{uid}")
+    events = file_stream(spark, EVENT_SCHEMA, live["ev"], setup).repartition(partitions, "ev_id")
     scored = ss.fetch_join(events, name, key="model", time="ts")
-    return [q1, _recorded(scored.select("ev_id", "w"), rec, work / "ck-score")]
+    return [q1, _recorded(scored.select("ev_id", "w"), rec, work / "ck-score", f"scorer_{uid}")]
 
 
 def sharedstate_cf(
-    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, partitions: int, lateness: str, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, uid: str, setup: Setup, lateness: str, rec: Recorder
 ) -> list[StreamingQuery]:
     """demos/cf.py as three streaming queries: ratings into `user_items` (partitioned, `append`);
     each rating with its user's items (a read-committed fetch join) into the partial co-occurrence
@@ -157,29 +214,35 @@ def sharedstate_cf(
 
     from sharedstate.testing.cf import ITEMS, RATING_SCHEMA
 
+    partitions = setup.partitions
     users_name, cooc_name = f"bench_user_items_{uid}", f"bench_co_occ_{uid}"
     user_items = ss.State.create(spark, users_name, key="user STRING", value="items ARRAY<BIGINT>", rule="append")
     co_occ = ss.State.create(
         spark, cooc_name, key="row BIGINT", value="counts ARRAY<BIGINT>", rule="sum", partial="sum", partitions=2
     )
-    ratings = file_stream(spark, RATING_SCHEMA, live["ratings"])
+    ratings = file_stream(spark, RATING_SCHEMA, live["ratings"], setup)
     q1 = state_sink(
-        ratings.select("user", "ts", F.array("item").alias("items")), users_name, "user", lateness, work / "ck-users"
+        ratings.select("user", "ts", F.array("item").alias("items")),
+        users_name,
+        "user",
+        lateness,
+        work / "ck-users",
+        name=f"users_{uid}",
     )
     rated = user_items.fetch_join(
-        file_stream(spark, RATING_SCHEMA, live["ratings"]).repartition(partitions, "user"), key="user", time="ts"
+        file_stream(spark, RATING_SCHEMA, live["ratings"], setup).repartition(partitions, "user"), key="user", time="ts"
     ).select("ts", F.col("item").alias("i"), F.explode("items").alias("j"))
     both = "array(named_struct('r', i, 'c', j), if(i != j, named_struct('r', j, 'c', i), null))"
     pairs = rated.select("ts", F.explode(F.expr(f"filter({both}, p -> p is not null)")).alias("p"))
     unit = F.expr(f"transform(sequence(0, {ITEMS - 1}), k -> if(k = p.c, 1L, 0L))").alias("counts")
     increments = pairs.select(F.col("p.r").alias("row"), "ts", unit).repartition(partitions, "row")
-    q2 = state_sink(increments, cooc_name, "row", lateness, work / "ck-cooc", TRIGGER)
-    requests = file_stream(spark, REQUEST_SCHEMA, live["requests"]).repartition(partitions, "req_id")
+    q2 = state_sink(increments, cooc_name, "row", lateness, work / "ck-cooc", TRIGGER, f"cooc_{uid}")
+    requests = file_stream(spark, REQUEST_SCHEMA, live["requests"], setup).repartition(partitions, "req_id")
     items = user_items.fetch_join(requests, key="user", time="ts").select(
         "req_id", "ts", F.explode_outer("items").alias("row")
     )
     recs = co_occ.fetch_join(items, key="row", time="ts").select("req_id", "counts")
-    return [q1, q2, _recorded(recs, rec, work / "ck-recs")]
+    return [q1, q2, _recorded(recs, rec, work / "ck-recs", f"requests_{uid}")]
 
 
 # ---- what a Spark user writes today ----
@@ -207,6 +270,7 @@ def peer_fraud(
     spark: SparkSession,
     live: dict[str, Path],
     work: Path,
+    setup: Setup,
     real_tx: int,
     lateness_us: int,
     rec: Recorder,
@@ -219,7 +283,7 @@ def peer_fraud(
     (the value barrier): the rules' aggregates are the output."""
     from sharedstate.testing.fraud import RULE_SCHEMA, TX_SCHEMA
 
-    tx = file_stream(spark, TX_SCHEMA, live["tx"]).select(
+    tx = file_stream(spark, TX_SCHEMA, live["tx"], setup).select(
         F.lit("tx").alias("kind"),
         "tx_id",
         "ts",
@@ -227,7 +291,7 @@ def peer_fraud(
         F.lit(None).cast("bigint").alias("rule_id"),
         F.lit(None).cast("double").alias("factor"),
     )
-    ru = file_stream(spark, RULE_SCHEMA, live["rules"]).select(
+    ru = file_stream(spark, RULE_SCHEMA, live["rules"], setup).select(
         F.lit("rule").alias("kind"),
         F.lit(None).cast("bigint").alias("tx_id"),
         "ts",
@@ -301,21 +365,23 @@ def peer_fraud(
 
 
 def peer_learning(
-    spark: SparkSession, live: dict[str, Path], work: Path, lateness_us: int, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, setup: Setup, lateness_us: int, rec: Recorder
 ) -> list[StreamingQuery]:
     """One foreachBatch query over both streams: appends SGD steps and events to Parquet history
     tables; events below the bound (every step before them has arrived) not yet scored get the model
     as of their time recomputed from the step history (a range join, summed element-wise)."""
     from sharedstate.testing.learning import EVENT_SCHEMA, EXAMPLE_SCHEMA
 
-    ex = file_stream(spark, EXAMPLE_SCHEMA, live["ex"]).select(
+    ex = file_stream(spark, EXAMPLE_SCHEMA, live["ex"], setup).select(
         F.lit("ex").alias("kind"),
         F.lit(None).cast("bigint").alias("ev_id"),
         "model",
         "ts",
         F.expr(f"transform(x, v -> v * y * {LR}D)").alias("x"),
     )
-    ev = file_stream(spark, EVENT_SCHEMA, live["ev"]).select(F.lit("ev").alias("kind"), "ev_id", "model", "ts", "x")
+    ev = file_stream(spark, EVENT_SCHEMA, live["ev"], setup).select(
+        F.lit("ev").alias("kind"), "ev_id", "model", "ts", "x"
+    )
     steps, events, scored = work / "hist-steps", work / "hist-events", work / "scored-ids"
     spark.createDataFrame([], "model STRING, ts TIMESTAMP, w ARRAY<DOUBLE>").write.parquet(str(steps))
     spark.createDataFrame([], "ev_id BIGINT, model STRING, ts TIMESTAMP").write.parquet(str(events))
@@ -369,7 +435,7 @@ def peer_learning(
 
 
 def peer_cf(
-    spark: SparkSession, live: dict[str, Path], work: Path, lateness_us: int, rec: Recorder
+    spark: SparkSession, live: dict[str, Path], work: Path, setup: Setup, lateness_us: int, rec: Recorder
 ) -> list[StreamingQuery]:
     """One foreachBatch query over ratings and requests: appends both to Parquet history tables;
     requests below the bound (every rating before them has arrived) not yet answered get, from the
@@ -380,10 +446,10 @@ def peer_cf(
 
     from sharedstate.testing.cf import ITEMS, RATING_SCHEMA
 
-    ra = file_stream(spark, RATING_SCHEMA, live["ratings"]).select(
+    ra = file_stream(spark, RATING_SCHEMA, live["ratings"], setup).select(
         F.lit("rating").alias("kind"), F.lit(None).cast("bigint").alias("req_id"), "user", "item", "ts"
     )
-    rq = file_stream(spark, REQUEST_SCHEMA, live["requests"]).select(
+    rq = file_stream(spark, REQUEST_SCHEMA, live["requests"], setup).select(
         F.lit("request").alias("kind"), "req_id", "user", F.lit(None).cast("bigint").alias("item"), "ts"
     )
     hist, requests, answered = work / "hist-ratings", work / "hist-requests", work / "answered-ids"

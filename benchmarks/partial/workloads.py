@@ -3,11 +3,13 @@ at a benchmark size, staged once as parquet files per stream, and their oracles:
 the value barrier (DGS: barriers over a value stream), online learning and collaborative filtering.
 
 Each workload is cut into files by 60 s of arrival (out of order within a file); a point makes the
-files visible one by one (the feeder), and a side is checked against the oracle of its workload."""
+files visible one by one (the feeder), and a side is checked against the oracle of its workload.
+A sustained-rate point (`stage_rate`) sizes fraud's or the value barrier's workload to its rate:
+`rate * feed_s` transactions, the streams cut alike into files of `pace_s` seconds of feed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +102,10 @@ def _write(directory: Path, frames: list[pd.DataFrame]) -> list[Path]:
 
 def stage_fraud(cache: Path, sizes: Sizes, seed: int) -> Staged:
     work = make_fraud(seed, transactions=sizes.fraud_transactions, rules=sizes.fraud_rules)
-    d = cache / f"fraud-{sizes.fraud_transactions}-{seed}"
+    return _fraud_staged(work, cache / f"fraud-{sizes.fraud_transactions}-{seed}")
+
+
+def _fraud_staged(work: Fraud, d: Path) -> Staged:
     streams = {
         "tx": (TX_SCHEMA, _write(d / "tx", work.tx_batches)),
         "rules": (RULE_SCHEMA, _write(d / "rules", work.rule_batches)),
@@ -124,17 +129,41 @@ def stage_barrier(cache: Path, sizes: Sizes, seed: int) -> Staged:
     """DGS's value barrier: the fraud workload's transactions are the values, its rules the barriers
     (many of them); each barrier's output is checked, and stands for the values since the barrier before."""
     work = make_fraud(seed, transactions=sizes.barrier_values, rules=sizes.barriers)
-    d = cache / f"barrier-{sizes.barrier_values}-{sizes.barriers}-{seed}"
+    return _barrier_staged(work, cache / f"barrier-{sizes.barrier_values}-{sizes.barriers}-{seed}")
+
+
+def _barrier_staged(work: Fraud, d: Path) -> Staged:
+    barriers = int(work.rules["rule_id"].max())  # the last one closes: past every value
     streams = {
         "tx": (TX_SCHEMA, _write(d / "tx", work.tx_batches)),
         "rules": (RULE_SCHEMA, _write(d / "rules", work.rule_batches)),
     }
     # the closing barrier (past every value, there to move U) is not checked: a watermark never passes it
-    ids = [[int(i) for i in b["rule_id"] if i < sizes.barriers] for b in work.rule_batches]
+    ids = [[int(i) for i in b["rule_id"] if i < barriers] for b in work.rule_batches]
     rules = work.rules.sort_values("ts")
     upto = np.searchsorted(np.sort(_naive(work.transactions["ts"])), _naive(rules["ts"]), side="right")
-    weights = {int(r): int(n) for r, n in zip(rules["rule_id"], np.diff(upto, prepend=0)) if r < sizes.barriers}
+    weights = {int(r): int(n) for r, n in zip(rules["rule_id"], np.diff(upto, prepend=0)) if r < barriers}
     return Staged("barrier", work, streams, "rules", ids, "rule_id", weights)
+
+
+# Sustained-rate workloads: rules (barriers) come at a cadence of event time whatever the rate, as a real
+# rule stream would: fraud a rule every 10 s (60 per point; issue 25's 10,000 transactions between two
+# rules at 30,000 transactions/s), the value barrier a barrier every second (600 per point: its output,
+# one row per barrier, times the run).
+RULES_PER_POINT = {"fraud": 60, "barrier": 600}
+HORIZON_S = 600  # the generators' event-time span
+
+
+def stage_rate(app: str, cache: Path, rate: float, feed_s: float, pace_s: float, seed: int) -> Staged:
+    """Fraud's or the value barrier's workload for a sustained-rate point: `rate * feed_s`
+    transactions whose event time spans HORIZON_S, so each file (`pace_s` of feed) holds the
+    HORIZON_S / feed_s * pace_s seconds of event time that arrived in it; rules and transactions
+    are cut alike (file i of both streams is the same window of arrival)."""
+    n = max(1, round(rate * feed_s))
+    window_s = pace_s * HORIZON_S / feed_s
+    work = make_fraud(seed, transactions=n, rules=RULES_PER_POINT[app], window_s=window_s, aligned=True)
+    d = cache / f"{app}-rate-{n}-{feed_s}-{pace_s}-{seed}"
+    return _fraud_staged(work, d) if app == "fraud" else replace(_barrier_staged(work, d), app="barrier")
 
 
 def _request_batches(work: Ratings, rng: np.random.Generator) -> list[pd.DataFrame]:
@@ -178,6 +207,39 @@ def cf_expected(work: Ratings) -> dict[int, list[int] | None]:
 
 
 def fraud_expected(work: Fraud) -> pd.DataFrame:
+    """sharedstate.testing.fraud's oracle, vectorised (the same per transaction: the last rule at or
+    before it, the total and count of every transaction at or before that rule, amount > factor *
+    mean); `test_partial_bench.py` checks it equals `fraud_oracle` on random workloads."""
+    tx = work.transactions
+    by_time = tx.sort_values("ts", kind="stable")
+    tx_t = _naive(by_time["ts"])
+    cum = np.cumsum(by_time["amount"].to_numpy())
+    rules = work.rules.sort_values("ts", kind="stable").reset_index(drop=True)
+    upto = np.searchsorted(tx_t, _naive(rules["ts"]), side="right")  # per rule: transactions at or before it
+    real = tx[tx["tx_id"] < work.real_tx].sort_values("tx_id").reset_index(drop=True)
+    j = np.searchsorted(_naive(rules["ts"]), _naive(real["ts"]), side="right") - 1  # each one's last rule
+    has = j >= 0
+    jj = np.where(has, j, 0)
+    n = np.where(has, upto[jj], 0)
+    total = np.where(n > 0, cum[np.maximum(n, 1) - 1], 0)
+    factor = rules["factor"].to_numpy()[jj]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flagged = real["amount"].to_numpy() > factor * total / n
+    out = pd.DataFrame(
+        {
+            "tx_id": real["tx_id"],
+            "rule_id": pd.array(np.where(has, rules["rule_id"].to_numpy()[jj], 0), dtype="Int64"),
+            "total": pd.array(total, dtype="Int64"),
+            "n": pd.array(n, dtype="Int64"),
+            "flagged": pd.array(flagged, dtype="boolean"),
+        }
+    )
+    out.loc[~has, "rule_id"] = pd.NA
+    out.loc[n == 0, ["total", "n", "flagged"]] = pd.NA
+    return comparable(out)
+
+
+def fraud_expected_sequential(work: Fraud) -> pd.DataFrame:
     return comparable(fraud_oracle(work))
 
 

@@ -17,11 +17,19 @@ def file_stream(spark: SparkSession, schema: str, directory: Path) -> DataFrame:
 
 
 def state_sink(
-    df: DataFrame, state: str, key: str, lateness: str, checkpoint: Path, trigger: str = TRIGGER
+    df: DataFrame,
+    state: str,
+    key: str,
+    lateness: str,
+    checkpoint: Path,
+    trigger: str = TRIGGER,
+    name: str | None = None,
 ) -> StreamingQuery:
-    """Writes `df` into `state` keyed by `key`, timed by its `ts` column, a micro-batch every `trigger`."""
+    """Writes `df` into `state` keyed by `key`, timed by its `ts` column, a micro-batch every `trigger`
+    (`name`: the query's name, which its driver thread's name carries)."""
+    writer = df.writeStream.queryName(name) if name else df.writeStream
     return (
-        df.writeStream.format("sharedstate")
+        writer.format("sharedstate")
         .option("state", state)
         .option("key", key)
         .option("time", "ts")

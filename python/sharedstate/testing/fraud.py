@@ -33,10 +33,19 @@ class Fraud:
         return pd.concat(self.rule_batches, ignore_index=True)
 
 
-def make_fraud(seed: int, transactions: int = 400, rules: int = 8, horizon_s: int = 600, lateness_s: int = 20) -> Fraud:
+def make_fraud(
+    seed: int,
+    transactions: int = 400,
+    rules: int = 8,
+    horizon_s: int = 600,
+    lateness_s: int = 20,
+    window_s: float = 60,
+    aligned: bool = False,
+) -> Fraud:
     """Transactions out of order within `lateness_s`; rules in time order, each a few seconds late.
     Ends with a rule past every transaction and a transaction past every rule, so each stream's U
-    passes the other's times."""
+    passes the other's times. Each stream is cut into batches of `window_s` seconds of arrival
+    (`aligned`: batch i of both streams is the same window, empty when nothing arrived in it)."""
     rng = np.random.default_rng(seed)
     horizon = horizon_s * SECOND
     tx = pd.DataFrame(
@@ -67,8 +76,8 @@ def make_fraud(seed: int, transactions: int = 400, rules: int = 8, horizon_s: in
     )
     ru["arrival"] = ru["ts_us"] + rng.integers(0, 5 * SECOND, size=len(ru))
     return Fraud(
-        arrival_batches(tx, ["tx_id", "account", "amount"], rng, ts_at=2),
-        arrival_batches(ru, ["rule_id", "factor"], rng, ts_at=1),
+        arrival_batches(tx, ["tx_id", "account", "amount"], rng, ts_at=2, window_s=window_s, aligned=aligned),
+        arrival_batches(ru, ["rule_id", "factor"], rng, ts_at=1, window_s=window_s, aligned=aligned),
         lateness_s,
         transactions,
     )

@@ -3,7 +3,7 @@ package io.sharedstate.core
 import io.sharedstate.core.compaction.CompactionRule
 import io.sharedstate.core.fetch.{FetchAnswers, FetchRequest, FetchRule, PendingFetches}
 import io.sharedstate.core.row.ValueType
-import io.sharedstate.core.partial.{LocalFetch, PartialFetch, PartialRule, PartialView}
+import io.sharedstate.core.partial.{LocalFetch, PartialFetch, PartialRule, PartialView, QueryInstance}
 import io.sharedstate.core.rules.UpdateRule
 import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, ScheduledFuture}
 import java.util.concurrent.atomic.AtomicLong
@@ -98,6 +98,7 @@ final class State(val spec: StateSpec) {
    * the last finite U (see docs/engine.md).
    */
   def registerWriter(writer: String): Unit = afterProgress(underCommitLock {
+    QueryInstance.checkDistinct(spec, writer, updateTracker.reporters.keys)
     val rejoining = !updateTracker.isActive(writer)
     val reopenAt = if (u == EventTime.PlusInfinity && rejoining && updateTracker.activeCount == 0) lastFiniteU else u
     if (reopenAt != u && group != null) throw new SharedStateException(

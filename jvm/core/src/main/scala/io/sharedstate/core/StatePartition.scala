@@ -1,6 +1,7 @@
 package io.sharedstate.core
 
 import io.sharedstate.core.compaction.CompactionRule
+import io.sharedstate.core.partial.{PartialChain, PartialRule}
 import io.sharedstate.core.rules.UpdateRule
 import java.util.Arrays
 import java.util.concurrent.{Callable, ForkJoinPool}
@@ -25,6 +26,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
 
   private val entries = new KeyTable()
   private val readsPrevious = rule.readsPrevious
+  private val partialRule = rule match { case p: PartialRule => p; case _ => null }
   private val staged = new StagedUpdates
   private val heldBytes = new AtomicLong()
   private val rawHeld = new AtomicLong()
@@ -286,31 +288,50 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val before = if (packed == null) null else new ValueSet(packed)
       b.reset(if (before == null) ValueSet.Empty else before)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
+      def reject(c: Int, reason: String): Unit = {
+        val o = ready.origins(c)
+        if (rejected == null) rejected = new ArrayBuffer[RejectedUpdate](1)
+        rejected += RejectedUpdate(
+          key.bytes,
+          ready.times(c),
+          ready.values(c),
+          s"${RejectedUpdate.RuleFailed}: $reason",
+          if (o == null) "" else o.writer,
+          if (o == null) -1L else o.epoch,
+          if (o == null) Long.MinValue else o.updateProgress
+        )
+      }
       var applied = 0L
-      var n = from
-      while (n < until) {
-        val c = members(n)
-        n += 1
-        val t = ready.times(c)
-        val incoming = ready.values(c)
-        try {
-          val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
-          if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
-          b.put(t, v)
-          applied += 1
-        } catch {
-          case e: Exception =>
-            val o = ready.origins(c)
-            if (rejected == null) rejected = new ArrayBuffer[RejectedUpdate](1)
-            rejected += RejectedUpdate(
-              key.bytes,
-              t,
-              incoming,
-              s"${RejectedUpdate.RuleFailed}: ${e.getMessage}",
-              if (o == null) "" else o.writer,
-              if (o == null) -1L else o.epoch,
-              if (o == null) Long.MinValue else o.updateProgress
-            )
+      // A long chain of a partial State's key: its instances' folds run in parallel (PartialChain).
+      val length = until - from
+      val byInstance = partialRule != null && length >= PartialChain.Threshold &&
+        (b.size == 0 || b.lastTime <= ready.times(members(from)))
+      val split =
+        if (!byInstance) null
+        else
+          PartialChain(partialRule.inner, b.valueAtOrBefore(ready.times(members(from))),
+            Array.tabulate(length)(k => ready.values(members(from + k))))
+      if (split != null) {
+        var n = 0
+        while (n < length) {
+          val c = members(from + n)
+          if (split.failures(n) != null) reject(c, split.failures(n))
+          else { b.put(ready.times(c), split.sets(n)); applied += 1 }
+          n += 1
+        }
+      } else {
+        var n = from
+        while (n < until) {
+          val c = members(n)
+          n += 1
+          val t = ready.times(c)
+          val incoming = ready.values(c)
+          try {
+            val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
+            if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
+            b.put(t, v)
+            applied += 1
+          } catch { case e: Exception => reject(c, e.getMessage) }
         }
       }
       // Rejections are handed over once the chain's result stands (a retry rebuilds them).
@@ -582,13 +603,42 @@ object StatePartition {
     k == j
   }
 
-  // Stable sort of members[from, until) (a chain in arrival order) by timestamp.
+  // A stable sort of a chain (arrival order) by timestamp, for tests: see sortByTime.
+  private[core] def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {
+    val sorted = chain.clone()
+    sortByTime(sorted, 0, sorted.length, times)
+    sorted
+  }
+
+  // Stable sort of members[from, until) (a chain in arrival order) by timestamp, in place. A hot key's
+  // chain is long: when the chain's time span and its length fit in a long together, (time - min,
+  // position) pairs sort as primitives.
   private def sortByTime(members: Array[Int], from: Int, until: Int, times: Array[Long]): Unit = {
     var sorted = true
-    var i = from + 1
-    while (i < until && sorted) { if (times(members(i)) < times(members(i - 1))) sorted = false; i += 1 }
-    if (!sorted) {
-      val boxed = Array.tabulate(until - from)(k => Integer.valueOf(members(from + k)))
+    var min = Long.MaxValue
+    var max = Long.MinValue
+    var i = from
+    while (i < until) {
+      val t = times(members(i))
+      if (i > from && t < times(members(i - 1))) sorted = false
+      if (t < min) min = t
+      if (t > max) max = t
+      i += 1
+    }
+    val length = until - from
+    val bits = 32 - Integer.numberOfLeadingZeros(math.max(length - 1, 1))
+    if (sorted) ()
+    else if (max - min >= 0 && (max - min) < (1L << (63 - bits))) {
+      val packed = new Array[Long](length)
+      i = 0
+      while (i < length) { packed(i) = ((times(members(from + i)) - min) << bits) | i; i += 1 }
+      Arrays.sort(packed)
+      val original = Arrays.copyOfRange(members, from, until)
+      val mask = (1L << bits) - 1
+      i = 0
+      while (i < length) { members(from + i) = original((packed(i) & mask).toInt); i += 1 }
+    } else {
+      val boxed = Array.tabulate(length)(k => Integer.valueOf(members(from + k)))
       Arrays.sort(boxed, (a: Integer, b: Integer) => java.lang.Long.compare(times(a), times(b))) // TimSort: stable
       var k = 0
       while (k < boxed.length) { members(from + k) = boxed(k).intValue; k += 1 }

@@ -2,9 +2,8 @@ package io.sharedstate.core.embedded
 
 import io.sharedstate.core._
 import io.sharedstate.core.fetch.{FetchRequest, ReadMode}
-import io.sharedstate.core.partial.PartialValues
+import io.sharedstate.core.partial.{PartialValues, QueryInstance}
 import io.sharedstate.core.row.{BinaryRow, ValueType}
-import scala.util.hashing.MurmurHash3
 
 /**
  * A State used in-process without Spark (tests, notebooks, serving look-ups), with a Java-friendly
@@ -29,7 +28,7 @@ final class EmbeddedState(val state: State, writer: String) {
       s"State '${spec.name}' keeps one instance per writer task (instances='${spec.instances}'): an embedded " +
         "writer has no task. Write it from Spark (its sink tags each task's instance), or create the State " +
         "with instances='query', whose instances the embedded writers are.")
-    else MurmurHash3.stringHash(writer) & Int.MaxValue
+    else QueryInstance.of(writer)
   }
 
   def name: String = state.name

@@ -14,8 +14,16 @@ private[sharedstate] object PartialValues {
   val Magic: Int = 0x54524150 // "PART"
   private val H = 8 // magic and count
 
-  /** The incoming form of an update of `instance` to `value`. */
-  def single(instance: Int, value: Array[Byte]): Array[Byte] = encode(Array(instance), Array(value))
+  /** The incoming form of an update of `instance` to `value` (the sink makes one per row: one allocation). */
+  def single(instance: Int, value: Array[Byte]): Array[Byte] = {
+    val out = new Array[Byte](H + 8 + value.length)
+    Bytes.putInt(out, 0, Magic)
+    Bytes.putInt(out, 4, 1)
+    Bytes.putInt(out, H, instance)
+    Bytes.putInt(out, H + 4, value.length)
+    System.arraycopy(value, 0, out, H + 8, value.length)
+    out
+  }
 
   def encode(instances: Array[Int], values: Array[Array[Byte]]): Array[Byte] = {
     val n = instances.length

@@ -91,4 +91,27 @@ class PartialStateSuite extends AnyFunSuite {
     s.commitEpoch("w", 0, 10)
     assert(s.rejectedUpdates.exists(_.reason.contains("not a partial State's instance set")))
   }
+
+  test("two writer queries whose instance numbers collide: the second is refused, naming both") {
+    // 31-bit numbers of names: a collision among some 10^5 query-id-like names (found, not assumed)
+    val seen = scala.collection.mutable.HashMap.empty[Int, String]
+    val (a, b) = Iterator.from(0).map(i => s"query-$i-${i * 7919}").map { w =>
+      seen.put(QueryInstance.of(w), w).map(_ -> w)
+    }.collectFirst { case Some(pair) => pair }.get
+    assert(a != b && QueryInstance.of(a) == QueryInstance.of(b))
+    val s = state("sum", "sum", instances = "query")
+    s.registerWriter(a)
+    s.registerWriter(a) // the same writer again (a restart): fine
+    val e = intercept[SharedStateException](s.registerWriter(b))
+    assert(e.getMessage.contains(s"writer '$b'") && e.getMessage.contains(s"writer '$a'") &&
+        e.getMessage.contains("instances='task'"), e.getMessage)
+    s.registerWriter("another") // a writer with its own number
+    s.deregisterWriter(a)
+    s.registerWriter(b) // the number is free again
+    // per-task instances and plain States have no such numbers
+    val t = state("sum", "sum")
+    t.registerWriter(a); t.registerWriter(b)
+    val plain = new State(StateSpec("q", "k STRING", "n BIGINT", 1, "sum"))
+    plain.registerWriter(a); plain.registerWriter(b)
+  }
 }

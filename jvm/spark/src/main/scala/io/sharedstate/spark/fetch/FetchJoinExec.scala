@@ -5,9 +5,11 @@ import io.sharedstate.spark.fetch.batch.{BatchBound, BatchBounds, WaitingEventFi
 import io.sharedstate.core.{EventTime, SharedStateException}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
+import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.util.SerializableConfiguration
 
@@ -31,7 +33,7 @@ private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: S
     val rows =
       if (input.getNumPartitions > 0 || !streaming) input else sparkContext.parallelize(Seq.empty[InternalRow], 1)
     val tasks = rows.getNumPartitions
-    val conf = sparkContext.broadcast(new SerializableConfiguration(session.sessionState.newHadoopConf()))
+    val conf = if (streaming) FetchJoinExec.hadoopConf(session) else null // batch: no waiting-event files
     rows.mapPartitionsWithIndex { (part, rows) =>
       val width = spec.eventSchema.length
       val events = UnsafeProjection.create(spec.eventSchema)
@@ -61,6 +63,20 @@ private[sharedstate] final case class FetchJoinExec(spec: FetchJoinSpec, join: S
 }
 
 private[sharedstate] object FetchJoinExec {
+
+  // A streaming query plans every micro-batch with its own session (cloned when the query starts, so
+  // its settings stay put): its Hadoop configuration is broadcast once, not once per micro-batch.
+  private val confs = new java.util.WeakHashMap[SparkSession, Broadcast[SerializableConfiguration]]()
+
+  /** The session's Hadoop configuration, broadcast (once per session) for the tasks' waiting-event files. */
+  def hadoopConf(session: SparkSession): Broadcast[SerializableConfiguration] = confs.synchronized {
+    var conf = confs.get(session)
+    if (conf == null) {
+      conf = session.sparkContext.broadcast(new SerializableConfiguration(session.sessionState.newHadoopConf()))
+      confs.put(session, conf)
+    }
+    conf
+  }
 
   /** The query and micro-batch a streaming fetch join's task runs in (Spark's local properties). */
   def batchOf(context: TaskContext, join: String): (String, Long) = {

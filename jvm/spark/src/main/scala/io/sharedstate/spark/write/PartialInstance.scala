@@ -3,17 +3,18 @@ package io.sharedstate.spark.write
 import io.sharedstate.spark.config.UpdateOptions
 
 import io.sharedstate.core.{SharedStateException, StateSpec}
-import scala.util.hashing.MurmurHash3
+import io.sharedstate.core.partial.QueryInstance
 
 /**
  * The instance of a partial State a writer task updates: its partition (instances `task`), or a
- * number of the writer query's id (instances `query`; the id is the same across restarts from the
- * checkpoint, so the instance is too). -1 for a State that is not partial.
+ * number of the writer query's id (instances `query`, [[QueryInstance]]; the id is the same across restarts
+ * from the checkpoint, so the instance is too; two writer queries with the same number are refused when
+ * the second registers). -1 for a State that is not partial.
  */
 private[sharedstate] object PartialInstance {
   def of(options: UpdateOptions, writer: String, partition: Int): Int = options.partialInstances match {
     case null => -1
-    case StateSpec.QueryInstances => MurmurHash3.stringHash(writer) & Int.MaxValue
+    case StateSpec.QueryInstances => QueryInstance.of(writer)
     case _ => partition
   }
 

@@ -1,20 +1,21 @@
 package io.sharedstate.spark.fetch.batch
 
+import io.sharedstate.spark.durable.LocalCheckpointFileManager
+
 import java.nio.charset.StandardCharsets
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager
 import scala.io.Source
 import scala.util.Using
 
 /**
  * The answer bounds of a fetch join's micro-batches, one small file per batch id in the checkpoint
  * directory of the join's progress stream (`<query checkpoint>/sources/<n>/fetch-bounds/<batch>`), so a
- * batch re-run after a driver restart answers below the same U as its first attempt. Written with
- * Spark's own checkpoint file manager (atomic create, as for the offset and commit logs).
+ * batch re-run after a driver restart answers below the same U as its first attempt. Written with a
+ * checkpoint file manager ([[LocalCheckpointFileManager]]: atomic create, as for the offset and commit logs).
  */
 private[sharedstate] final class BatchBoundLog(dir: Path, conf: Configuration) {
-  private val files = CheckpointFileManager.create(dir, conf)
+  private val files = LocalCheckpointFileManager.create(dir, conf) // no chmod fork per file
   if (!files.exists(dir)) files.mkdirs(dir)
 
   def get(batch: Long): Option[BatchBound] = {

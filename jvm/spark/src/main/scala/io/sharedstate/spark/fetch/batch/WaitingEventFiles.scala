@@ -1,5 +1,6 @@
 package io.sharedstate.spark.fetch.batch
 
+import io.sharedstate.spark.durable.LocalCheckpointFileManager
 import io.sharedstate.spark.rows.StoredRows
 
 import io.sharedstate.core.SharedStateException
@@ -14,7 +15,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
 /**
  * Where a streaming fetch join keeps the events that wait for U: one file per task and micro-batch,
  * `<progress stream checkpoint>/fetch-waiting/<batch>/part-<i>-of-<n>`, written by task i of n when it
- * has read all its input (atomically, with Spark's checkpoint file manager) and read by the next batch
+ * has read all its input (atomically, with a checkpoint file manager: [[LocalCheckpointFileManager]]) and read by the next batch
  * that runs the join: its task i of m reads the files j with j mod m = i, so every waiting event is
  * read by exactly one task whatever the partition counts. A batch's files are complete once it
  * commits; only the newest complete batch before the running one is needed (see [[BatchBounds]]).
@@ -23,7 +24,7 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  */
 private[sharedstate] final class WaitingEventFiles(val dir: Path, conf: Configuration) {
   import WaitingEventFiles._
-  private val files = CheckpointFileManager.create(dir, conf)
+  private val files = LocalCheckpointFileManager.create(dir, conf) // no chmod fork per file
 
   def exists: Boolean = files.exists(dir)
 

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.write.RealtimeWriters
+import io.sharedstate.spark.write.{RealtimeLanes, RealtimeWriters}
 
 import java.nio.file.Files
 import java.sql.Timestamp
@@ -81,13 +81,13 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def commitsAndWaits(name: String, lanes: Boolean): Unit = {
     spark.conf.set("spark.sharedstate.realtime.deliveryLanes", lanes.toString)
-    try commitsAndWaitsWith(name)
+    try commitsAndWaitsWith(name, lanes)
     finally spark.conf.unset("spark.sharedstate.realtime.deliveryLanes")
     val readers = Thread.getAllStackTraces.keySet.asScala.map(_.getName)
     assert(readers.contains(s"sharedstate-delivery-$name") == lanes, readers.filter(_.startsWith("sharedstate")))
   }
 
-  private def commitsAndWaitsWith(name: String): Unit = {
+  private def commitsAndWaitsWith(name: String, withLanes: Boolean): Unit = {
     RealtimeSuite.rows.clear()
     val state = SharedState.create(spark, name, key = "ad_id STRING", value = "campaign STRING")
     val (updates, writer) = updater(state.name, partitions = 2)
@@ -122,8 +122,13 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     updates.addData(1, Seq(("b", ts(70), "c8"))) // U = 59 s
     waitFor("view 3, once U passed it")(RealtimeSuite.rows.size == 3)
     assert(RealtimeSuite.rows.asScala.toSeq.sortBy(_._1) == Seq((1L, "c1"), (2L, "c2"), (3L, "c5")))
+    val lanes = if (withLanes) Some(RealtimeLanes.of(name)) else None
+    // With lanes: one per running updater task and one for the fetching task (which waited once)
+    lanes.foreach(l => assert((l.flushLanesInUse, l.fetchLanesInUse) == (2, 1)))
     reader.stop()
     writer.stop()
+    // ... given back when the tasks end, for later tasks to reuse
+    lanes.foreach(l => waitFor("the lanes given back")(l.flushLanesInUse == 0 && l.fetchLanesInUse == 0))
     // the query listener pauses them (it hears of the stop asynchronously)
     waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))
   }

@@ -77,8 +77,12 @@ private[sharedstate] final class RealtimeLanes private (stateName: String) {
     if (mine != null && mine._1 == task) return mine._2
     val id = fetchSlots.acquire()
     val lane = if (id >= 0) inbox.replyLane(id) else null
-    taskFetchLane.set((task, lane))
-    if (id >= 0) ctx.addTaskCompletionListener[Unit](_ => fetchSlots.release(id))
+    val entry = (task, lane)
+    taskFetchLane.set(entry)
+    if (id >= 0) ctx.addTaskCompletionListener[Unit] { _ =>
+      if (taskFetchLane.get() eq entry) taskFetchLane.remove() // (the listener runs on the task's thread)
+      fetchSlots.release(id)
+    }
     lane
   }
 

@@ -359,7 +359,12 @@ def pause_log(args, jvm: str) -> list[str]:
     if not args.pause_logs:
         return []
     Path(args.pause_logs).mkdir(parents=True, exist_ok=True)
-    return [f"-Xlog:safepoint:file={Path(args.pause_logs) / jvm}.log:time"]
+    # (and the collector's log: a concurrent collector that falls behind stalls allocating threads
+    # without a safepoint, "Allocation Stall" there)
+    return [
+        f"-Xlog:safepoint:file={Path(args.pause_logs) / jvm}.log:time",
+        f"-Xlog:gc:file={Path(args.pause_logs) / jvm}.gc.log:time",
+    ]
 
 
 def pauses(logs: Path, point: str, window: tuple) -> dict:
@@ -369,6 +374,7 @@ def pauses(logs: Path, point: str, window: tuple) -> dict:
     from datetime import datetime
 
     line = re.compile(r"^\[(\S+)\].*Total: (\d+) ns")
+    stall = re.compile(r"^\[(\S+)\].*Allocation Stall .* ([0-9.]+)ms")
     out = {}
     for jvm in ("driver", "broker", f"feeder-{point}"):
         path = logs / f"{jvm}.log"
@@ -380,6 +386,12 @@ def pauses(logs: Path, point: str, window: tuple) -> dict:
             if m and window[0] <= datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() <= window[1]:
                 ms.append(int(m.group(2)) / 1e6)
         key = jvm.split("-")[0]
+        stalls = []
+        gc_log = logs / f"{jvm}.gc.log"
+        for text in gc_log.read_text(errors="replace").splitlines() if gc_log.is_file() else []:
+            m = stall.match(text)
+            if m and window[0] <= datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() <= window[1]:
+                stalls.append(float(m.group(2)))
         if ms:
             out[key] = {
                 "count": len(ms),
@@ -390,6 +402,8 @@ def pauses(logs: Path, point: str, window: tuple) -> dict:
             }
         else:
             out[key] = {"count": 0}
+        out[key]["allocation_stalls"] = len(stalls)
+        out[key]["allocation_stall_max_ms"] = round(max(stalls), 2) if stalls else 0.0
     return out
 
 
@@ -501,9 +515,10 @@ def report(out: Path, data: dict) -> None:
             cells = []
             for jvm in ("driver", "broker", "feeder"):
                 x = r.get("pauses", {}).get(jvm, {})
-                cells.append(
-                    f"{x['count']}: {x['p99_ms']} / {x['max_ms']} / {x['total_ms']}" if x.get("count") else "-"
-                )
+                cell = f"{x['count']}: {x['p99_ms']} / {x['max_ms']} / {x['total_ms']}" if x.get("count") else "-"
+                if x.get("allocation_stalls"):
+                    cell += f"; {x['allocation_stalls']} allocation stalls, max {x['allocation_stall_max_ms']}"
+                cells.append(cell)
             epochs = ", ".join(map(str, r.get("epochs_started_while_measured", []))) if "realtime" in r["mode"] else "-"
             rows.append(f"| {r['rate']:,} | {r['mode']} | {' | '.join(cells)} | {epochs} |")
         rows.append("")

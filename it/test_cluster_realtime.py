@@ -1,7 +1,9 @@
 """Real-time mode with State partitions on two executor JVMs (it/apps/cluster_realtime_app.py): the
 updater's partition writers commit from executors, the enricher's read-committed fetches wait for U
-on both hosts. Every enriched view equals the offline as-of join over the updates, and every update
-counts once. Run once with the delivery lanes off and once on."""
+on both hosts, and the State's change stream runs as a real-time source with a reader per host.
+Every enriched view equals the offline as-of join over the updates, every update counts once, and
+the change stream emits every update U passed exactly once, across its epochs. Run once with the
+delivery lanes off and once on."""
 
 from __future__ import annotations
 
@@ -40,3 +42,8 @@ def test_realtime_updater_and_fetch_across_executors(tmp_path, lanes):
         if got != {as_of(records["updates"], views[i]["ad_id"], views[i]["ts_us"])}
     ]
     assert not wrong, f"{len(wrong)} answers differ from the as-of oracle, e.g. {wrong[:3]}"
+    # The real-time change stream, one reader per host, across epochs: each update U passed, exactly once.
+    assert records["change_epochs"] >= 1 and records["change_plans"]["host"] >= 2, records["change_plans"]
+    got = sorted((c["ad_id"], c["campaign"], c["ts_us"]) for c in records["changes"])
+    final = records["updates"][:-2]  # the last sentinels stay at U
+    assert got == sorted((u["ad_id"], u["campaign"], u["ts_us"]) for u in final)

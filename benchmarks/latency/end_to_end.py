@@ -44,7 +44,7 @@ from sharedstate.testing.kafka import KafkaBroker, kafka_libs  # noqa: E402
 
 UPDATE_JSON = "ad_id STRING, ts_us BIGINT, campaign STRING"
 VIEW_JSON = "event_id BIGINT, ad_id STRING, ts_us BIGINT"
-MODES = ("realtime", "realtime-lanes", "continuous", "microbatch", "stream-stream")
+MODES = ("realtime", "realtime-lanes", "realtime-no-state", "continuous", "microbatch", "stream-stream")
 LANES = "spark.sharedstate.realtime.deliveryLanes"
 ADS = 100
 
@@ -142,6 +142,15 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
             .start()
         )
         return [q]
+    if mode == "realtime-no-state":
+        # the floor: the same view query in real-time mode without the State (no updater, no fetch):
+        # Spark's real-time mode and Kafka's hops on this machine, what no plugin can go below
+        plain = views.select(
+            "*", F.expr(NOW_MS).cast("long").alias("read_ms"), F.lit(None).cast("string").alias("campaign")
+        )
+        plain = plain.withColumn("fetched_ms", F.expr(NOW_MS).cast("long"))
+        reader = to_kafka(plain, bootstrap, topics["out"], work / "ck-v")
+        return [reader.outputMode("update").trigger(realTime=args.epoch).start()]
     ss.State.create(spark, state, key="ad_id STRING", value="campaign STRING", partitions=4)
     if mode.startswith("realtime"):
         # realtime-lanes: the updater's flushes and the waiting fetches go through the delivery lanes
@@ -185,10 +194,10 @@ def start(mode: str, spark, bootstrap: str, topics: dict, state: str, work: Path
 def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
     name = f"lat{n}_{mode.replace('-', '_')}_{rate}"
     topics = {k: f"{name}-{k}" for k in ("updates", "views", "out")}
-    for k, t in topics.items():
-        # the input topics stamp each record with the broker's append time: the breakdown's second clock
-        configs = {"message.timestamp.type": "LogAppendTime"} if k != "out" else None
-        kafka.create_topic(t, partitions=1, configs=configs)
+    for t in topics.values():
+        # every topic stamps each record with the broker's append time: on the input topics the
+        # breakdown's second clock, on the output topic the moment the enriched view is readable
+        kafka.create_topic(t, partitions=1, configs={"message.timestamp.type": "LogAppendTime"})
     work = Path(args.work) / name
     queries = start(mode, spark, kafka.bootstrap, topics, name, work, args)
     if args.feeder == "java":
@@ -197,6 +206,7 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
                 "java",
                 "-XX:+UseSerialGC",
                 "-Xmx256m",
+                *pause_log(args, f"feeder-{name}"),
                 "-cp",
                 str(kafka_libs() / "*"),
                 str(HERE / "Feeder.java"),
@@ -210,6 +220,7 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         if feeder.stdout.readline().strip() != "ready":
             raise RuntimeError("the Java feeder did not start")
         live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
+        fed_from = time.time()
         feeder.stdin.write("go\n")
         feeder.stdin.flush()
         out, _ = feeder.communicate(timeout=args.seconds + 120)
@@ -222,6 +233,7 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         feeder = ctx.Process(target=_feed_child, args=(*feed_args, args.linger_ms, ready, writer_out))
         feeder.start()
         live(kafka, topics, args.startup)  # the queries answer a probe view before the feed starts
+        fed_from = time.time()
         ready.set()
         feeder.join()
         sent = reader_out.recv()
@@ -235,6 +247,16 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         if len({r.key for r in got} - {b"-1"}) >= sent["views"]:
             break
         time.sleep(1)
+    # real-time epochs that started while the measured views were fed (each restarts the tasks)
+    window = (fed_from + args.warmup, fed_from + args.seconds)
+    epoch_starts = sorted(
+        {
+            (q.name or str(q.id), p["timestamp"])
+            for q in (queries if mode.startswith("realtime") else [])
+            for p in q.recentProgress
+            if window[0] <= iso_seconds(p["timestamp"]) <= window[1]
+        }
+    )
     for q in queries:
         q.stop()
     lat, first_ms = [], None
@@ -263,7 +285,10 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
         "updates_sent": sent["updates"],
         "views_delivered": delivered,
         "measured": int(lat.size),
+        "epochs_started_while_measured": len(epoch_starts),
     }
+    if args.pause_logs:
+        result["pauses"] = pauses(Path(args.pause_logs), name, window)
     if lat.size:
         result.update({f"p{q}": float(np.percentile(lat, q)) for q in (50, 99, 99.9)})
         result["max"] = float(lat[-1])
@@ -273,7 +298,8 @@ def point(spark, kafka, mode: str, rate: int, args, n: int) -> dict:
     offered = sent["views"] >= 0.9 * rate * args.seconds  # the feeder itself kept the rate
     result["sustained"] = offered and sustained(delivered, sent["views"], timeline)
     if measured and "read_ms" in measured[0][0]:
-        result["breakdown"] = breakdown(measured, kafka.consume(topics["updates"]))
+        ups = kafka.consume(topics["updates"]) if mode != "realtime-no-state" else []  # nothing waits for U there
+        result["breakdown"] = breakdown(measured, ups)
     print(json.dumps({k: v for k, v in result.items() if k not in ("cdf", "timeline")}), flush=True)
     return result
 
@@ -293,7 +319,7 @@ STAGES = (
     ("view: feeder -> broker", "send to the broker's append (producer batching, the feeder's own lag)"),
     ("view: broker -> Spark task", "append to the real-time task's row (the Kafka source's poll)"),
     ("view: fetch wait", "the row waits in sharedstate_fetch until U passes its time"),
-    ("view: fetch -> output record", "the answer to the Kafka sink's send (its record timestamp)"),
+    ("view: fetch -> output appended", "the answer to the output record's append (the Kafka sink's send, its hop)"),
     ("update: feeder -> broker", "the update that lets U pass the view: its send to its append"),
     ("update: broker -> fetch wakes", "its append to the view's fetch answering (read, flush, commit, U)"),
 )
@@ -312,13 +338,73 @@ def breakdown(measured: list, update_records: list) -> dict:
         stages["view: feeder -> broker"].append(in_ms - ts_ms)
         stages["view: broker -> Spark task"].append(v["read_ms"] - in_ms)
         stages["view: fetch wait"].append(v["fetched_ms"] - v["read_ms"])
-        stages["view: fetch -> output record"].append(out_ms - v["fetched_ms"])
+        stages["view: fetch -> output appended"].append(out_ms - v["fetched_ms"])
         i = int(np.searchsorted(up_ts, v["ts_us"], side="right"))
         if i < len(ups):
             u_ts, u_in = ups[i][0] / 1000, ups[i][1] / 1000
             stages["update: feeder -> broker"].append(u_in - u_ts)
             stages["update: broker -> fetch wakes"].append(v["fetched_ms"] - u_in)
     return {name: {f"p{q}": float(np.percentile(xs, q)) for q in (50, 99, 99.9)} for name, xs in stages.items() if xs}
+
+
+def iso_seconds(text: str) -> float:
+    """Seconds since the epoch of a progress event's ISO timestamp (UTC, with a trailing Z)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def pause_log(args, jvm: str) -> list[str]:
+    """JVM options that log every stop-the-world pause (safepoint) with its wall-clock time."""
+    if not args.pause_logs:
+        return []
+    Path(args.pause_logs).mkdir(parents=True, exist_ok=True)
+    # (and the collector's log: a concurrent collector that falls behind stalls allocating threads
+    # without a safepoint, "Allocation Stall" there)
+    return [
+        f"-Xlog:safepoint:file={Path(args.pause_logs) / jvm}.log:time",
+        f"-Xlog:gc:file={Path(args.pause_logs) / jvm}.gc.log:time",
+    ]
+
+
+def pauses(logs: Path, point: str, window: tuple) -> dict:
+    """Per JVM (driver, broker, this point's feeder): the stop-the-world pauses that began inside the
+    window: count, total, p50/p99/max in ms (safepoint lines: reaching it plus time at it)."""
+    import re
+    from datetime import datetime
+
+    line = re.compile(r"^\[(\S+)\].*Total: (\d+) ns")
+    stall = re.compile(r"^\[(\S+)\].*Allocation Stall .* ([0-9.]+)ms")
+    out = {}
+    for jvm in ("driver", "broker", f"feeder-{point}"):
+        path = logs / f"{jvm}.log"
+        if not path.is_file():
+            continue
+        ms = []
+        for text in path.read_text(errors="replace").splitlines():
+            m = line.match(text)
+            if m and window[0] <= datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() <= window[1]:
+                ms.append(int(m.group(2)) / 1e6)
+        key = jvm.split("-")[0]
+        stalls = []
+        gc_log = logs / f"{jvm}.gc.log"
+        for text in gc_log.read_text(errors="replace").splitlines() if gc_log.is_file() else []:
+            m = stall.match(text)
+            if m and window[0] <= datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() <= window[1]:
+                stalls.append(float(m.group(2)))
+        if ms:
+            out[key] = {
+                "count": len(ms),
+                "total_ms": round(sum(ms), 1),
+                "p50_ms": round(float(np.percentile(ms, 50)), 2),
+                "p99_ms": round(float(np.percentile(ms, 99)), 2),
+                "max_ms": round(max(ms), 2),
+            }
+        else:
+            out[key] = {"count": 0}
+        out[key]["allocation_stalls"] = len(stalls)
+        out[key]["allocation_stall_max_ms"] = round(max(stalls), 2) if stalls else 0.0
+    return out
 
 
 def live(kafka, topics: dict, timeout: float) -> None:
@@ -345,13 +431,20 @@ def _feed_child(bootstrap, updates, views, rate, update_rate, seconds, linger_ms
 
 class FastBroker(KafkaBroker):
     """The test broker with the JVM of a long-running one: full JIT (the test broker stops at C1 for a
-    fast start) and a larger heap, so its appends do not add their own stalls to the latency."""
+    fast start) and a larger heap, so its appends do not add their own stalls to the latency; `jvm`
+    replaces its collector (the test broker's serial one) and logs its pauses."""
 
-    def __init__(self):
+    def __init__(self, jvm: list[str]):
         super().__init__(heap="1g")
+        self.jvm = jvm
 
     def _java(self, main: str, *args: str) -> list[str]:
-        return [a for a in super()._java(main, *args) if a != "-XX:TieredStopAtLevel=1"]
+        java = [a for a in super()._java(main, *args) if a != "-XX:TieredStopAtLevel=1"]
+        if main != "kafka.Kafka":
+            return java
+        if any(a.startswith("-XX:+Use") and a.endswith("GC") for a in self.jvm):
+            java = [a for a in java if a != "-XX:+UseSerialGC"]
+        return [java[0], *self.jvm, *java[1:]]
 
 
 def summarise(runs: list, rates: list, modes: list, ladder: list) -> list:
@@ -362,7 +455,8 @@ def summarise(runs: list, rates: list, modes: list, ladder: list) -> list:
         for mode in modes:
             rs = sorted((r for r in runs if r["rate"] == rate and r["mode"] == mode), key=lambda r: r.get("p99", 1e12))
             median = rs[len(rs) // 2]
-            point = {k: median[k] for k in ("mode", "rate", "cdf", "timeline", "breakdown") if k in median}
+            point = {k: median[k] for k in ("mode", "rate", "cdf", "timeline", "breakdown", "pauses") if k in median}
+            point["epochs_started_while_measured"] = [r.get("epochs_started_while_measured", 0) for r in rs]
             for k in ("p50", "p99", "p99.9", "max"):
                 xs = [r[k] for r in rs if k in r]
                 if xs:
@@ -409,14 +503,35 @@ def report(out: Path, data: dict) -> None:
                 for stage, v in r["breakdown"].items()
             ]
             rows.append("")
+    if any("pauses" in r for r in data["points"]):
+        rows += [
+            "Stop-the-world pauses (safepoints) that began while the median run's views were measured, per JVM "
+            "(count, p99 / max / total ms), and the real-time epochs that started meanwhile (each run's):",
+            "",
+            "| events/s | mode | driver | broker | feeder | epochs started |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in data["points"]:
+            cells = []
+            for jvm in ("driver", "broker", "feeder"):
+                x = r.get("pauses", {}).get(jvm, {})
+                cell = f"{x['count']}: {x['p99_ms']} / {x['max_ms']} / {x['total_ms']}" if x.get("count") else "-"
+                if x.get("allocation_stalls"):
+                    cell += f"; {x['allocation_stalls']} allocation stalls, max {x['allocation_stall_max_ms']}"
+                cells.append(cell)
+            epochs = ", ".join(map(str, r.get("epochs_started_while_measured", []))) if "realtime" in r["mode"] else "-"
+            rows.append(f"| {r['rate']:,} | {r['mode']} | {' | '.join(cells)} | {epochs} |")
+        rows.append("")
+    loads = ", ".join(f"{a:.1f} -> {b:.1f}" for a, b in data["loads"])
     head = [
         "# End-to-end latency: view into Kafka -> enriched view readable in Kafka",
         "",
-        f"`{data['command']}`",
+        *[f"`{c}`" for c in data["commands"]],
         "",
-        f"Machine: {data['machine']}. {data['setup']}",
+        f"Machine: {data['machine']}; 1-minute load average before -> after each invocation: {loads}. {data['setup']}",
         "",
-        "Latency = the output record's Kafka timestamp minus the view's event time (the feeder's wall clock "
+        "Latency = the output record's broker append time (the output topic uses LogAppendTime) minus the "
+        "view's event time (the feeder's wall clock "
         f"when it sent the view), after {data['warmup_s']} s of warm-up, every view once (the first copy). "
         "The feed starts once the queries answered a probe view. Each point ran "
         f"{data['runs']} times: medians over the runs, the p99's spread in brackets. Highest sustained: the "
@@ -466,21 +581,43 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3, help="runs of every point: medians and spread")
     p.add_argument("--ladder", default="20000,40000,80000", help="rates above --rates for the highest sustained rate")
     p.add_argument("--ladder-seconds", type=float, default=15)
+    p.add_argument("--pause-logs", default="", help="a directory: log every JVM's stop-the-world pauses there")
+    p.add_argument("--driver-jvm", default="", help="extra JVM options of the Spark driver (local mode: every task)")
+    p.add_argument("--broker-jvm", default="", help="extra JVM options of the broker (a collector replaces Serial)")
+    p.add_argument("--warm-seconds", type=float, default=15, help="an unrecorded point of each mode first; 0: none")
+    p.add_argument("--part", default="all", help="name of this invocation's runs; --out merges every part in it")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rates = [int(r) for r in args.rates.split(",")]
     modes = args.modes.split(",")
-    spark = ss.session("latency", master=args.master, kafka=True, **{"spark.sql.shuffle.partitions": "2"})
+    from sharedstate._jars import conf_file
+
+    driver_jvm = [f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')}", *args.driver_jvm.split()]
+    driver_jvm += pause_log(args, "driver")
+    spark = ss.session(
+        "latency",
+        master=args.master,
+        kafka=True,
+        **{"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": " ".join(driver_jvm)},
+    )
     spark.sparkContext.setLogLevel("ERROR")
     runs, ladder = [], []
-    with FastBroker() as kafka:
+    load_before = os.getloadavg()[0]
+    with FastBroker([*args.broker_jvm.split(), *pause_log(args, "broker")]) as kafka:
         n = 0
+        # A fresh JVM compiles Spark's, Kafka's and the plugin's paths as they first run: on the loaded
+        # 2-core machine that took up to 20 s of backlog in a first real-time point. Each mode runs once
+        # unrecorded first, so every recorded point meets a warm JVM (as a long-running job would).
+        warm = argparse.Namespace(**{**vars(args), "seconds": args.warm_seconds, "pause_logs": ""})
+        for mode in modes if args.warm_seconds > 0 else []:
+            n += 1
+            point(spark, kafka, mode, rates[0], warm, n)
         for run in range(args.runs):
             for rate in rates:
                 for mode in modes:
                     n += 1
-                    runs.append(dict(point(spark, kafka, mode, rate, args, n), run=run))
+                    runs.append(dict(point(spark, kafka, mode, rate, args, n), run=f"{args.part}:{run}"))
         # the highest sustained rate: each mode climbs the ladder (one shorter run a rung) until it falls behind
         climb = argparse.Namespace(**{**vars(args), "seconds": args.ladder_seconds})
         for mode in modes:
@@ -491,19 +628,50 @@ def main() -> None:
                 if not rung["sustained"]:
                     break
     spark.stop()
-    points = summarise(runs, rates, modes, ladder)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    data = {
+    part = {
         "command": shlex.join([".venv/bin/python", "benchmarks/latency/end_to_end.py", *sys.argv[1:]]),
-        "machine": f"{os.cpu_count()} cores, {platform.platform()}, load {os.getloadavg()[0]:.2f} at the end",
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
         "setup": (
             f"Spark 4.2.0 {args.master}, one partition per topic, {ADS} ads, updates at {args.update_rate}/s, "
             f"{args.seconds:.0f} s per point; real-time epoch {args.epoch}, continuous epoch "
-            f"{args.epoch_continuous}, micro-batch trigger {args.batch}; commit {commit}."
+            f"{args.epoch_continuous}, micro-batch trigger {args.batch}; driver JVM options "
+            f"'{args.driver_jvm or '-'}' (G1 unless they name another collector, heap "
+            f"{spark_conf_default('spark.driver.memory')}), broker '{args.broker_jvm or '-XX:+UseSerialGC'}' "
+            f"(1 GB heap); commit {commit}."
         ),
-        "warmup_s": args.warmup,
+        "runs": runs,
+        "ladder": ladder,
+    }
+    (out / f"part-{args.part}.json").write_text(json.dumps(part))
+    merge(out, rates, modes, args.warmup)
+
+
+def spark_conf_default(key: str) -> str:
+    from sharedstate._jars import conf_file
+
+    for text in conf_file("spark-defaults.conf").read_text().splitlines():
+        if text.split() and text.split()[0] == key:
+            return text.split()[1]
+    return "?"
+
+
+def merge(out: Path, rates: list, modes: list, warmup: float) -> None:
+    """Summarises every part in `out` (one per invocation: a benchmark hold is at most ~30 min, so the
+    runs of one result may come from several invocations of the same command)."""
+    parts = [json.loads(p.read_text()) for p in sorted(out.glob("part-*.json"))]
+    runs = [r for p in parts for r in p["runs"]]
+    ladder = [r for p in parts for r in p["ladder"]]
+    points = summarise(runs, rates, modes, ladder)
+    data = {
+        "commands": [p["command"] for p in parts],
+        "machine": f"{os.cpu_count()} cores, {platform.platform()}",
+        "loads": [[p["load_before"], p["load_after"]] for p in parts],
+        "setup": parts[-1]["setup"],
+        "warmup_s": warmup,
         "rates": rates,
-        "runs": args.runs,
+        "runs": len({r["run"] for r in runs}),
         "points": points,
         "ladder": ladder,
         "every_run": [{k: v for k, v in r.items() if k not in ("cdf", "timeline")} for r in runs],

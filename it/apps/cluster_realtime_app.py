@@ -3,10 +3,16 @@ broker: real-time mode across executors. An updater query (`ss.updater` as the f
 two-partition topic: two real-time tasks, each a partition writer whose flushes are driver requests
 from an executor JVM) writes a `latest` State whose partitions live on both executors, and an
 enricher query calls `sharedstate_fetch` (read-committed) in its real-time projection, Kafka in and
-Kafka out. Records the updates, the views, the enriched views and the State's counters;
-it/test_cluster_realtime.py checks them offline against the as-of oracle.
+Kafka out. Once every view is answered, a third real-time query reads the State's change stream
+(one reader per executor host, on that host's change subscription) into Kafka from the earliest
+change; after its first epoch a second round of updates comes, which its readers, resumed from
+their checkpointed positions, emit too. (It starts after the views because it is a reader of the
+State whose F follows what it read: a `sharedstate_fetch` behind that F fails, see docs/realtime.md.)
+Records the updates, the views, the enriched views, the changes and the State's counters;
+it/test_cluster_realtime.py checks them offline against the as-of oracle and the updates.
 
-Slots: the updater holds 2 for its whole epoch and the enricher 1; 3 cores per executor leave room.
+Slots: the updater holds 2 for its whole epoch, the enricher 1 and the change stream 2 (one per host);
+3 cores per executor leave room.
 With `lanes` as second argument, the queries run with spark.sharedstate.realtime.deliveryLanes=true.
 
 usage: cluster_realtime_app.py OUT_DIR [lanes]
@@ -54,6 +60,9 @@ v_times = sorted(2 * t + 1 for t in rnd.sample(range(base // 2, (base + span) //
 views = [{"event_id": i, "ad_id": f"ad{rnd.randrange(KEYS)}", "ts_us": t} for i, t in enumerate(v_times)]
 # one last update per updater partition past every view, so U (the minimum over them) passes all
 sentinels = [{"ad_id": f"ad{p}", "ts_us": base + span + 1_000_000, "campaign": "end"} for p in range(2)]
+# the second round, for the change stream: later still, with sentinels of its own
+later = [{"ad_id": f"ad{i % KEYS}", "ts_us": base + span + 2_000_000 + 2 * i, "campaign": f"r{i}"} for i in range(100)]
+last = [{"ad_id": f"ad{p}", "ts_us": base + span + 4_000_000, "campaign": "end"} for p in range(2)]
 
 
 def read(kafka, topic: str, schema: str):
@@ -73,6 +82,7 @@ with KafkaBroker() as kafka:
     kafka.create_topic("updates", partitions=2)
     kafka.create_topic("views", partitions=1)
     kafka.create_topic("enriched", partitions=1)
+    kafka.create_topic("changes", partitions=1)
     updater = (
         read(kafka, "updates", UPDATE_JSON)
         .writeStream.foreach(ss.updater(spark, "campaigns", key="ad_id", time="ts", value="campaign"))
@@ -115,6 +125,43 @@ with KafkaBroker() as kafka:
 
     wait_until(answered, timeout=240, what="every view enriched")
     records["enriched"] = [json.loads(r.value) for r in kafka.consume("enriched")]
+
+    changes = (
+        spark.readStream.format("sharedstate")
+        .option("state", "campaigns")
+        .load()
+        .select(
+            F.lit("c").alias("key"),
+            F.to_json(F.struct("ad_id", "campaign", F.unix_micros("campaigns_time").alias("ts_us"))).alias("value"),
+        )
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap)
+        .option("topic", "changes")
+        .outputMode("update")
+        .trigger(realTime="5 seconds")
+        .option("checkpointLocation", str(out / "ck-changes"))
+        .start()
+    )
+
+    def an_epoch() -> bool:
+        check_running(changes)
+        return len(changes.recentProgress) >= 1
+
+    wait_until(an_epoch, timeout=240, what="the change stream's first epoch")
+    for p in range(2):
+        kafka.produce("updates", [json.dumps(u) for i, u in enumerate(later) if i % 2 == p], partition=p)
+        kafka.produce("updates", [json.dumps(last[p])], partition=p)
+
+    def all_changes() -> bool:
+        check_running(changes)
+        return kafka.end_offsets("changes").get(0, 0) >= len(updates) + len(sentinels) + len(later)
+
+    wait_until(all_changes, timeout=240, what="every change U passed")
+    records["changes"] = [json.loads(r.value) for r in kafka.consume("changes")]
+    records["change_epochs"] = len(changes.recentProgress)
+    feeds = spark._jvm.io.sharedstate.spark.changes.HostChangeFeeds
+    records["change_plans"] = {"host": feeds.hostFeedPlans(), "scan": feeds.scanPlansInCluster()}
+    changes.stop()
     records["writers"] = [w["writer"] for w in state.writers()]
     records["updater_id"] = str(updater.id)
     enricher.stop()
@@ -122,7 +169,7 @@ with KafkaBroker() as kafka:
 progress = state.progress()
 records["updates_applied"] = progress["updates_applied"]
 records["updates_waiting"] = progress["updates_waiting"]
-records["updates"] = updates + sentinels
+records["updates"] = updates + sentinels + later + last
 records["views"] = views
 spark.stop()
 finish(out, records, "CLUSTER-REALTIME-APP-OK")

@@ -39,7 +39,7 @@ def updater(
 
     ``key``, ``time``, ``value`` and ``lateness`` are the options of the ``sharedstate`` sink (the
     key column(s) comma-separated, the TIMESTAMP column, the value column(s), the allowed
-    lateness); ``maxAhead`` may be given as a keyword. Each input partition of the query is a writer
+    lateness); ``maxAhead`` and ``idleTimeout`` may be given as keywords. Each input partition of the query is a writer
     of the State (``<query id>#p<partition>``): it commits what it read every
     ``spark.sharedstate.realtime.flushInterval`` (5 milliseconds), with its own watermark (max event time it
     read minus ``lateness``), so U is the minimum over the partitions. A replayed epoch (a restart

@@ -1,6 +1,6 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.write.RealtimeWriters
+import io.sharedstate.spark.write.{RealtimeLanes, RealtimeWriters}
 
 import java.nio.file.Files
 import java.sql.Timestamp
@@ -35,13 +35,13 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
   }
 
-  private def updater(
-      state: String, partitions: Int): (LowLatencyMemoryStream[(String, Timestamp, String)], StreamingQuery) = {
+  private def updater(state: String, partitions: Int, options: Map[String, String] = Map.empty)
+      : (LowLatencyMemoryStream[(String, Timestamp, String)], StreamingQuery) = {
     val session = spark
     import session.implicits._
     val updates = LowLatencyMemoryStream[(String, Timestamp, String)](partitions)(implicitly, spark.sqlContext)
     val query = updates.toDF().toDF("ad_id", "ts", "campaign").writeStream
-      .foreach(SharedState.updater(spark, state, key = "ad_id", time = "ts", lateness = "1 second"))
+      .foreach(SharedState.updater(spark, state, key = "ad_id", time = "ts", lateness = "1 second", options = options))
       .outputMode("update").trigger(Trigger.RealTime("5 seconds"))
       .option("checkpointLocation", s"$dir/ck-$state").start()
     (updates, query)
@@ -81,13 +81,13 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   private def commitsAndWaits(name: String, lanes: Boolean): Unit = {
     spark.conf.set("spark.sharedstate.realtime.deliveryLanes", lanes.toString)
-    try commitsAndWaitsWith(name)
+    try commitsAndWaitsWith(name, lanes)
     finally spark.conf.unset("spark.sharedstate.realtime.deliveryLanes")
     val readers = Thread.getAllStackTraces.keySet.asScala.map(_.getName)
     assert(readers.contains(s"sharedstate-delivery-$name") == lanes, readers.filter(_.startsWith("sharedstate")))
   }
 
-  private def commitsAndWaitsWith(name: String): Unit = {
+  private def commitsAndWaitsWith(name: String, withLanes: Boolean): Unit = {
     RealtimeSuite.rows.clear()
     val state = SharedState.create(spark, name, key = "ad_id STRING", value = "campaign STRING")
     val (updates, writer) = updater(state.name, partitions = 2)
@@ -122,10 +122,58 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     updates.addData(1, Seq(("b", ts(70), "c8"))) // U = 59 s
     waitFor("view 3, once U passed it")(RealtimeSuite.rows.size == 3)
     assert(RealtimeSuite.rows.asScala.toSeq.sortBy(_._1) == Seq((1L, "c1"), (2L, "c2"), (3L, "c5")))
+    val lanes = if (withLanes) Some(RealtimeLanes.of(name)) else None
+    // With lanes: one per running updater task and one for the fetching task (which waited once)
+    lanes.foreach(l => assert((l.flushLanesInUse, l.fetchLanesInUse) == (2, 1)))
     reader.stop()
     writer.stop()
+    // ... given back when the tasks end, for later tasks to reuse
+    lanes.foreach(l => waitFor("the lanes given back")(l.flushLanesInUse == 0 && l.fetchLanesInUse == 0))
     // the query listener pauses them (it hears of the stop asynchronously)
     waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))
+  }
+
+  test("idleTimeout: a partition without input stops holding U, stays paused across epochs, rejoins with input") {
+    val idle = SharedState.create(spark, "rt_idle", key = "ad_id STRING", value = "campaign STRING")
+    val held = SharedState.create(spark, "rt_held", key = "ad_id STRING", value = "campaign STRING")
+    val (idleUpdates, idleWriter) = updater(idle.name, partitions = 2, Map("idleTimeout" -> "3 seconds"))
+    val (heldUpdates, heldWriter) = updater(held.name, partitions = 2)
+    def status(state: StateHandle, p: Int) =
+      state.writers.find(_.writer == RealtimeWriters.writer(if (state eq idle) idleWriter.id.toString
+          else heldWriter.id.toString, p))
+    try {
+      val rows = Seq(("a", ts(10), "c1"), ("a", ts(30), "c3"))
+      idleUpdates.addData(0, rows)
+      heldUpdates.addData(0, rows)
+      // Partition 1 reads nothing: with idleTimeout it is paused and U is partition 0's watermark.
+      waitFor("U of the idle-timeout State at 29 s")(idle.progress.updateProgress == 29L * 1000000)
+      assert(status(idle, 1).map(_.status).contains("paused"), idle.writers)
+      // Without it, partition 1 holds U back although partition 0 committed the same rows.
+      waitFor("partition 0 of the other State at 29 s")(status(held, 0).exists(_.progress == 29L * 1000000))
+      assert(held.progress.updateProgress < 29L * 1000000 && status(held, 1).map(_.status).contains("active"))
+      // Every epoch (5 s) opens every partition again; that is not input: partition 1 stays paused throughout.
+      val until = System.nanoTime() + 6500L * 1000000
+      while (System.nanoTime() < until) {
+        assert(status(idle, 1).map(_.status).contains("paused"), s"the idle partition woke up: ${idle.writers}")
+        Thread.sleep(25)
+      }
+      assert(idle.progress.updateProgress == 29L * 1000000)
+      // Input comes back: an update below U is late (rejected), later ones make each partition hold U again
+      // (partition 0 went idle too by now), so U is their minimum.
+      idleUpdates.addData(0, Seq(("a", ts(60), "c6")))
+      idleUpdates.addData(1, Seq(("b", ts(20), "late"), ("b", ts(50), "c5")))
+      waitFor("both partitions active again")(Seq(0, 1).forall(p => status(idle, p).exists(_.status == "active")))
+      waitFor("U at 49 s, the minimum again")(idle.progress.updateProgress == 49L * 1000000)
+      idleUpdates.addData(1, Seq(("b", ts(80), "c8")))
+      waitFor("U at 59 s, partition 0's watermark")(idle.progress.updateProgress == 59L * 1000000)
+      def asOf(t: String) = idle.asOf(t).collect().map(r => (r.getString(0), r.getString(1))).sortBy(_._1).toSeq
+      assert(asOf("1970-01-01 00:00:25") == Seq(("a", "c1")))
+      assert(asOf("1970-01-01 00:00:45") == Seq(("a", "c3")))
+      assert(asOf("1970-01-01 00:00:55") == Seq(("a", "c3"), ("b", "c5")))
+    } finally {
+      idleWriter.stop()
+      heldWriter.stop()
+    }
   }
 
   test("the change stream as a real-time source: each change arrives as soon as U passes it, then resumes") {

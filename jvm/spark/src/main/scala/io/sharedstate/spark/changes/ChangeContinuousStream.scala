@@ -38,12 +38,7 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
     else ChangePositions(hostGroups(start))
   }
 
-  private def hostGroups(start: Long): Seq[ChangePosition] = {
-    val route = HostChangeFeeds.layout(state.name)
-    route.hosts.map { h =>
-      val g = route.partitionsOf(h); ChangePosition(g.min, start, start, 0, g)
-    }
-  }
+  private def hostGroups(start: Long): Seq[ChangePosition] = ChangeMicroBatchStream.hostGroups(state.name, start)
 
   override def deserializeOffset(json: String): Offset =
     ChangePositions(json.split(',').filter(_.nonEmpty).map(ChangePosition.parse).toSeq)

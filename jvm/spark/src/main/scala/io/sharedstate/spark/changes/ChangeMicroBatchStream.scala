@@ -21,10 +21,22 @@ import org.apache.spark.sql.connector.read.streaming.{Offset, PartitionOffset, S
  * input partition per host, merged over that host's partitions (see [[HostChangeFeeds]]); the batch in
  * which the layout of partitions changed is read by scan, one input partition per State partition.
  *
- * Real-time mode (`Trigger.RealTime`, local mode): one long-running reader on the subscription
- * ([[ChangeRealtimeReader]]) emits each change as soon as U passes it; an epoch ends wherever Spark
- * ends it, so its offset is the reader's position ([[ChangePositions]], as in continuous mode).
+ * Real-time mode (`Trigger.RealTime`): continuous mode's long-running readers with Spark's deadline
+ * ([[ChangeRealtimeReader]]), one on the subscription in local mode, one per host in a cluster,
+ * emit each change as soon as U passes it; an epoch ends wherever Spark ends it, so its offset is
+ * the readers' positions ([[ChangePositions]], as in continuous mode).
  */
+private[sharedstate] object ChangeMicroBatchStream {
+
+  /** Every host's group of partitions (as the route places them), each at `start`. */
+  def hostGroups(stateName: String, start: Long): Seq[ChangePosition] = {
+    val route = HostChangeFeeds.layout(stateName)
+    route.hosts.map { h =>
+      val g = route.partitionsOf(h); ChangePosition(g.min, start, start, 0, g)
+    }
+  }
+}
+
 private[sharedstate] final class ChangeMicroBatchStream(protected val state: StateController, schemas: StateSchemas,
     starting: String,
     checkpointLocation: String)
@@ -71,18 +83,59 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
 
   override def createReaderFactory(): PartitionReaderFactory = new ChangeRangeReaderFactory(schemas)
 
+  // Real-time mode: one long-running reader per input partition from the epoch's start, as in
+  // continuous mode (ChangeContinuousStream): the local subscription's, or one per cluster host.
   override def planInputPartitions(start: Offset): Array[InputPartition] = {
-    val position = start match {
-      case ChangeOffset(u) => ChangePosition(ChangePosition.Merged, u, u, 0)
-      case ChangePositions(Seq(p)) if p.partition == ChangePosition.Merged => p
+    val positions = start match {
+      case ChangeOffset(u) if state.owners.isEmpty => Seq(ChangePosition(ChangePosition.Merged, u, u, 0))
+      case ChangeOffset(u) => ChangeMicroBatchStream.hostGroups(state.name, u)
+      case ChangePositions(ps) => ps
       case other => throw new SharedStateException(
           s"The real-time change stream of State '${state.name}' cannot resume from offset ${other.json}.")
     }
-    val sub = ChangeStreams.subscription(state, subscription, position.from).getOrElse(throw new SharedStateException(
-        s"The change stream of State '${state.name}' runs in real-time mode in local mode only: its partitions are " +
-          "on executor hosts. Use a micro-batch or continuous trigger."))
-    subscription = sub
-    Array(ChangeFeedTail(state.name, sub.id, position, ChangeContinuousStream.WaitMs))
+    positions match {
+      case Seq(merged) if merged.partition == ChangePosition.Merged =>
+        ChangeStreams.subscription(state, subscription, merged.from) match {
+          case Some(sub) =>
+            subscription = sub
+            Array(ChangeFeedTail(state.name, sub.id, merged, ChangeContinuousStream.WaitMs))
+          case None if merged.index == 0 && merged.from == merged.until => // a fresh start: any plan fits
+            realtimePerHost(ChangeMicroBatchStream.hostGroups(state.name, merged.from))
+          case None => throw new SharedStateException(s"The real-time change stream of State '${state.name}' was " +
+              "checkpointed in local mode (one merged reader) and cannot resume mid-range in a cluster; restart it " +
+              "with a new checkpointLocation.")
+        }
+      case ps if ps.forall(_.group.nonEmpty) => realtimePerHost(ps)
+      case ps => perPartition(ps) // a checkpoint of per-partition readers
+    }
+  }
+
+  // One reader per host on its subscription while each position's group is a host's partitions (the
+  // subscriptions are kept from epoch to epoch while the layout stays); else each group by scan.
+  private def realtimePerHost(positions: Seq[ChangePosition]): Array[InputPartition] = {
+    val node = StateAccess.clusterNode
+    val route = HostChangeFeeds.layout(state.name)
+    val byHost = route.hosts.flatMap(h => positions.find(_.group == route.partitionsOf(h)).map(h -> _)).toMap
+    val fits = byHost.size == positions.size && byHost.size == route.hosts.size
+    if (hostFeeds != null &&
+      !(fits && HostChangeFeeds.sameLayout(hostFeeds.route, route) && positions.forall(_.from >= hostFeeds.keptFrom))) {
+      HostChangeFeeds.close(node, hostFeeds)
+      hostFeeds = null
+    }
+    if (hostFeeds == null && fits)
+      hostFeeds = HostChangeFeeds.open(node, route, byHost(_).from, () => HostChangeFeeds.layout(state.name)).orNull
+    HostChangeFeeds.countPlan(host = hostFeeds != null)
+    if (hostFeeds == null) perPartition(positions)
+    else hostFeeds.feeds.map(f =>
+      HostChangeTail(state.name, route.incarnation, f, byHost(f.host), ChangeContinuousStream.WaitMs,
+        ChangeContinuousStream.PollMs): InputPartition).toArray
+  }
+
+  private def perPartition(positions: Seq[ChangePosition]): Array[InputPartition] = {
+    val client = StateClient.of(state.name)
+    positions.sortBy(_.partition).map(p =>
+      ChangeTail(state.name, p, ChangeContinuousStream.PollMs, client.preferredHost(p.partition)): InputPartition)
+      .toArray
   }
 
   override def mergeOffsets(offsets: Array[PartitionOffset]): Offset =

@@ -9,7 +9,9 @@ import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, Par
 
 private[sharedstate] final class ChangeRangeReaderFactory(schemas: StateSchemas) extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] = partition match {
-    case tail: ChangeFeedTail => new ChangeRealtimeReader(tail, new ChangeRows(schemas))
+    // real-time mode: the continuous readers with a deadline
+    case tail @ (_: ChangeFeedTail | _: HostChangeTail | _: ChangeTail) =>
+      new ChangeRealtimeReader(new ChangeTailReaderFactory(schemas).createReader(tail))
     case range => rangeReader(range)
   }
 

@@ -13,34 +13,62 @@ import org.apache.spark.sql.connector.read.streaming.{
   PartitionOffset
 }
 
+/**
+ * A long-running change reader of continuous mode that can also stop waiting at a deadline, which
+ * real-time mode needs (its `nextWithTimeout`, [[ChangeRealtimeReader]]): `next()` waits until a
+ * change is final, and returns false only when Spark interrupts it (the query stops).
+ */
+private[sharedstate] trait ChangeTailing extends ContinuousPartitionReader[InternalRow] {
+
+  /** The next change, waiting until `deadlineNanos` (`System.nanoTime`) at most; false if none came by then. */
+  def nextBefore(deadlineNanos: Long): Boolean
+
+  override def next(): Boolean = nextBefore(Long.MaxValue)
+}
+
+private[sharedstate] object ChangeTailing {
+
+  /** Milliseconds left before `deadlineNanos`, at most `capMs`; <= 0 once it passed. */
+  def leftMs(deadlineNanos: Long, capMs: Long): Long =
+    if (deadlineNanos == Long.MaxValue) capMs else math.min(capMs, (deadlineNanos - System.nanoTime()) / 1000000L)
+}
+
 private[sharedstate] final class ChangeTailReaderFactory(schemas: StateSchemas)
     extends ContinuousPartitionReaderFactory {
-  override def createReader(partition: InputPartition): ContinuousPartitionReader[InternalRow] = partition match {
+  override def createReader(partition: InputPartition): ChangeTailing = partition match {
     case feed: ChangeFeedTail => new ChangeFeedTailReader(feed, new ChangeRows(schemas))
     case tail: ChangeTail => new ChangeTailReader(tail, new ChangeRows(schemas))
     case tail: HostChangeTail => new HostChangeTailReader(tail, new ChangeRows(schemas), StateAccess.clusterNode)
   }
 }
 
-/** Reads the query's change subscription; blocks in next() until U passes more (Spark interrupts it on stop). */
-private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows)
-    extends ContinuousPartitionReader[InternalRow] {
+/**
+ * Reads the query's change subscription (local mode); waits until U passes more (woken by the
+ * committer), and Spark interrupts it on stop.
+ */
+private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows: ChangeRows) extends ChangeTailing {
   private val subscription = StateClient.of(tail.stateName).changeSubscription(tail.subscription)
   private var from = tail.start.from
   private var until = tail.start.until
-  private var buffer: Array[Change] = null // the resumed range is read at the first next()
+  private var buffer: Array[Change] = null // the resumed range is read at the first call
   private var index = tail.start.index
   private var current: InternalRow = _
 
-  override def next(): Boolean =
+  override def nextBefore(deadlineNanos: Long): Boolean =
     try {
       if (buffer == null) {
         // A restart may find U below where the checkpoint was (a durable State still recovering): wait.
-        while (subscription.completeThrough < until) subscription.awaitBeyond(until - 1, tail.waitMs)
+        while (subscription.completeThrough < until) {
+          val left = ChangeTailing.leftMs(deadlineNanos, tail.waitMs)
+          if (left <= 0) return false
+          subscription.awaitBeyond(until - 1, left)
+        }
         buffer = if (until > from) subscription.changes(from, until) else Array.empty
       }
       while (index >= buffer.length) {
-        val reached = subscription.awaitBeyond(until, tail.waitMs)
+        val left = ChangeTailing.leftMs(deadlineNanos, tail.waitMs)
+        if (left <= 0) return false
+        val reached = subscription.awaitBeyond(until, left)
         if (reached > until) {
           from = until
           until = reached
@@ -60,9 +88,8 @@ private[sharedstate] final class ChangeFeedTailReader(tail: ChangeFeedTail, rows
   override def close(): Unit = ()
 }
 
-/** Blocks in next() until a change is final; Spark interrupts it when the query stops. */
-private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows)
-    extends ContinuousPartitionReader[InternalRow] {
+/** Polls U of its partitions until a change is final; Spark interrupts it when the query stops. */
+private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: ChangeRows) extends ChangeTailing {
   private val state: StateClient = StateClient.of(tail.stateName)
   private val partitions = tail.start.partitions
   private var from = tail.start.from
@@ -76,7 +103,7 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
     if (partitions.size == 1) state.changes(partitions.head, from, until)
     else HostChangeFeeds.scan(state, partitions, from, until)
 
-  override def next(): Boolean = {
+  override def nextBefore(deadlineNanos: Long): Boolean = {
     while (index >= buffer.length) {
       val u = partitions.map(state.updateProgressAt).min
       if (u > until && u != EventTime.MinusInfinity) {
@@ -85,7 +112,9 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
         buffer = read()
         index = 0
       } else {
-        try Thread.sleep(tail.pollMs)
+        val left = ChangeTailing.leftMs(deadlineNanos, tail.pollMs)
+        if (left <= 0) return false
+        try Thread.sleep(left)
         catch { case _: InterruptedException => return false }
       }
     }
@@ -111,7 +140,7 @@ private[sharedstate] final class ChangeTailReader(tail: ChangeTail, rows: Change
  * is read by scan there (the host answers "moved", see HostChangeFeeds.read).
  */
 private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows: ChangeRows, node: ClusterNode)
-    extends ContinuousPartitionReader[InternalRow] {
+    extends ChangeTailing {
   private val local = node.localHost != null && node.localHost.id == tail.feed.host
   private var from = tail.start.from
   private var until = tail.start.until
@@ -121,11 +150,12 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
   private var moved = false
   private var routeCheckedAt = 0L
 
-  private def frontier(beyond: Long): Long = {
+  // Waits up to `waitMs` (on the host) or asks once and sleeps up to `pollMs` (elsewhere) for more.
+  private def frontier(beyond: Long, waitMs: Long, pollMs: Long): Long = {
     val reached =
       if (moved) movedFrontier()
       else
-        try HostChangeFeeds.frontier(node, tail.stateName, tail.incarnation, tail.feed, beyond, tail.waitMs)
+        try HostChangeFeeds.frontier(node, tail.stateName, tail.incarnation, tail.feed, beyond, waitMs)
         catch {
           case e: Exception if !HostChangeFeeds.interrupted(e) =>
             if (checkMoved(force = true)) movedFrontier() else throw e
@@ -133,7 +163,7 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
     if (reached > beyond) reached
     else {
       val after = if (!moved && checkMoved(force = false)) movedFrontier() else reached
-      if ((moved || !local) && after <= beyond) Thread.sleep(tail.pollMs)
+      if ((moved || !local) && after <= beyond) Thread.sleep(pollMs)
       after
     }
   }
@@ -168,15 +198,23 @@ private[sharedstate] final class HostChangeTailReader(tail: HostChangeTail, rows
     }
   }
 
-  override def next(): Boolean =
+  override def nextBefore(deadlineNanos: Long): Boolean =
     try {
       if (buffer == null) {
         // A restart may find U below where the checkpoint was (a host still catching up): wait.
-        while (until != EventTime.MinusInfinity && frontier(until - 1) < until) ()
+        var behind = until != EventTime.MinusInfinity
+        while (behind) {
+          val waitMs = ChangeTailing.leftMs(deadlineNanos, tail.waitMs)
+          if (waitMs <= 0) return false
+          behind = frontier(until - 1, waitMs, math.min(waitMs, tail.pollMs)) < until
+        }
         buffer = if (until > from) read() else Array.empty
       }
       while (index >= buffer.length) {
-        val reached = frontier(until)
+        // the waits end by the deadline: real-time mode ends its epoch there
+        val waitMs = ChangeTailing.leftMs(deadlineNanos, tail.waitMs)
+        if (waitMs <= 0) return false
+        val reached = frontier(until, waitMs, math.min(waitMs, tail.pollMs))
         if (reached > until) {
           from = until
           until = reached

@@ -4,9 +4,9 @@ import io.sharedstate.spark.cluster.StateClient
 
 import io.sharedstate.core.FetchAnswer
 import io.sharedstate.core.fetch.FetchRequest
-import io.sharedstate.delivery.{Inbox, Lane}
-import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, ConcurrentLinkedQueue, TimeUnit}
-import java.util.concurrent.atomic.AtomicInteger
+import io.sharedstate.delivery.{Inbox, Lane, LaneSlots}
+import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, TimeUnit}
+import org.apache.spark.TaskContext
 import scala.util.control.NonFatal
 
 /**
@@ -17,24 +17,23 @@ import scala.util.control.NonFatal
  *  - flushes of the updaters, each updater on a lane of its own (single writer: the updater sends under
  *    its lock), so a partition writer's sub-epochs are committed in the order it made them, while the
  *    task goes on reading rows instead of waiting for the commit;
- *  - waiting fetches, on the inbox's prioritised channel (a lane per task thread): the reader takes a
- *    fetch before any queued flush, so it is registered before the commit that may answer it.
+ *  - waiting fetches, on the inbox's prioritised channel (a lane per fetching task, held from its
+ *    first waiting fetch until it completes): the reader takes a fetch before any queued flush, so it
+ *    is registered before the commit that may answer it.
  *
- * Off, the task thread stages and commits itself and registers its fetches directly. Lanes are never
- * removed: an updater past [[RealtimeLanes.MaxLanes]] open at once, or a fetching thread past the
- * MaxLanes-th this JVM had, takes that direct path.
+ * Off, the task thread stages and commits itself and registers its fetches directly. A lane is held
+ * by one updater or task at a time and reused once it is given back ([[LaneSlots]]); past
+ * [[RealtimeLanes.MaxLanes]] updaters, or fetching tasks, at once a further one takes that direct path.
  */
 private[sharedstate] final class RealtimeLanes private (stateName: String) {
   import RealtimeLanes._
 
   private val inbox = new Inbox[Message](MaxLanes, MaxLanes, LaneCapacity)
-  private val freeFlushLanes = new ConcurrentLinkedQueue[Integer]()
-  private val nextFlushLane = new AtomicInteger()
-  private val nextFetchLane = new AtomicInteger()
-  private val fetchLane = ThreadLocal.withInitial[Option[Lane[Message]]] { () =>
-    val id = nextFetchLane.getAndIncrement()
-    if (id < MaxLanes) Some(inbox.replyLane(id)) else None
-  }
+  private val flushSlots = new LaneSlots(MaxLanes)
+  private val fetchSlots = new LaneSlots(MaxLanes)
+  // The fetch lane of the task running on this thread (a task sends on one thread, so each lane keeps
+  // one writer); a lane (or null: all taken) of an earlier task on the thread is not this task's.
+  private val taskFetchLane = new ThreadLocal[(Long, Lane[Message])]
 
   private val reader = {
     val t = new Thread(() => run(), s"sharedstate-delivery-$stateName")
@@ -45,24 +44,46 @@ private[sharedstate] final class RealtimeLanes private (stateName: String) {
 
   /** A lane for one updater until it gives it back; None if every slot is taken. */
   def flushLane(): Option[Lane[Message]] = {
-    val free = freeFlushLanes.poll()
-    val id: Int = if (free != null) free.intValue else nextFlushLane.getAndIncrement()
-    if (id < MaxLanes) Some(inbox.inputLane(id)) else None
+    val id = flushSlots.acquire()
+    if (id >= 0) Some(inbox.inputLane(id)) else None
   }
 
   /** Gives a lane back once its updater waited for its last message ([[Drain]]). */
-  def release(lane: Lane[Message]): Unit = freeFlushLanes.add(lane.id)
+  def release(lane: Lane[Message]): Unit = flushSlots.release(lane.id)
+
+  /** Lanes held now by updaters and by fetching tasks. */
+  def flushLanesInUse: Int = flushSlots.inUse
+  def fetchLanesInUse: Int = fetchSlots.inUse
 
   /** The answer once U passes the request's time, registered by the reader ahead of queued flushes. */
   def fetchAsync(request: FetchRequest): CompletableFuture[FetchAnswer] = {
     val answer = new CompletableFuture[FetchAnswer]()
-    fetchLane.get() match {
-      case Some(lane) => lane.send(Fetch(request, answer))
-      case None => StateClient.of(stateName).fetchAsync(request).whenComplete { (a, e) =>
+    fetchLane() match {
+      case null => StateClient.of(stateName).fetchAsync(request).whenComplete { (a, e) =>
           if (e != null) answer.completeExceptionally(e) else answer.complete(a)
         }
+      case lane => lane.send(Fetch(request, answer))
     }
     answer
+  }
+
+  // The calling task's fetch lane, taken at its first waiting fetch and given back when the task
+  // completes; null outside a task or when every lane is held (that task goes direct).
+  private def fetchLane(): Lane[Message] = {
+    val ctx = TaskContext.get()
+    if (ctx == null) return null
+    val task = ctx.taskAttemptId()
+    val mine = taskFetchLane.get()
+    if (mine != null && mine._1 == task) return mine._2
+    val id = fetchSlots.acquire()
+    val lane = if (id >= 0) inbox.replyLane(id) else null
+    val entry = (task, lane)
+    taskFetchLane.set(entry)
+    if (id >= 0) ctx.addTaskCompletionListener[Unit] { _ =>
+      if (taskFetchLane.get() eq entry) taskFetchLane.remove() // (the listener runs on the task's thread)
+      fetchSlots.release(id)
+    }
+    lane
   }
 
   private def run(): Unit = while (true) {

@@ -59,8 +59,8 @@ private[sharedstate] final class RealtimeUpdater(
     partition = partitionId.toInt
     epoch = epochId
     writer = RealtimeWriters.writer(query, partition)
-    val last = StateAccess.get.askDriver(
-      RealtimeWriters.Open(stateName, query, ctx.numPartitions(), partition, incarnation)).longValue
+    val last = StateAccess.get.askDriver(RealtimeWriters.Open(stateName, query, ctx.numPartitions(), partition,
+        incarnation, RealtimeUpdater.idleTimeoutMicros(options))).longValue
     skip = RealtimeWriters.rowsApplied(epoch, last)
     read = 0L
     batch = new UpdateBatch
@@ -164,14 +164,17 @@ private[sharedstate] object RealtimeUpdater {
     val unknown = options.keySet.filterNot(k => UpdateOptions.Known.exists(_.equalsIgnoreCase(k)))
     if (unknown.nonEmpty) throw new SharedStateException(s"Unknown option(s) ${unknown.toSeq.sorted.mkString(", ")} " +
       s"for the real-time updater of State '$stateName'. Supported: ${UpdateOptions.Known.toSeq.sorted.mkString(", ")}.")
-    if (options.keySet.exists(_.equalsIgnoreCase(UpdateOptions.IdleTimeoutOption))) throw new SharedStateException(
-      s"Option '${UpdateOptions.IdleTimeoutOption}' is not supported by the real-time updater (State '$stateName').")
+    idleTimeoutMicros(options) // a bad idleTimeout fails here, on the driver, naming the option
     Seq(UpdateOptions.Key, UpdateOptions.Time).foreach { k =>
       if (!options.exists { case (name, v) => name.equalsIgnoreCase(k) && v.trim.nonEmpty })
         throw new SharedStateException(
           s"Option '$k' is required for the real-time updater of State '$stateName'.")
     }
   }
+
+  /** The `idleTimeout` option in microseconds, or [[UpdateOptions.NoIdleTimeout]]. */
+  def idleTimeoutMicros(options: Map[String, String]): Long =
+    UpdateOptions.idleTimeoutMicros(new CaseInsensitiveStringMap(options.asJava))
 
   /** One daemon thread per JVM commits every open updater's staged rows once they waited an interval. */
   private object Flusher {

@@ -43,16 +43,19 @@ private[sharedstate] object RealtimeWriters {
     }
 
   /**
-   * A task of the query opens `partition` of an epoch: every partition writer of the query is
-   * registered (so U waits for all of them from the first open on; a stopped query's writers resume
-   * with their progress) and the partition's last committed sub-epoch is returned.
+   * A task of the query opens `partition` of an epoch: every partition writer of the query that is
+   * not running yet is registered (so U waits for all of them from the first open on; a stopped
+   * query's writers resume with their progress) and the partition's last committed sub-epoch is
+   * returned. A running one is left as it is: every epoch opens every partition again, and that must
+   * not wake a writer its `idleTimeout` paused (only its input does, at a commit).
    */
-  final case class Open(state: String, query: String, partitions: Int, partition: Int, incarnation: Long)
+  final case class Open(state: String, query: String, partitions: Int, partition: Int, incarnation: Long,
+      idleTimeoutMicros: Long = UpdateOptions.NoIdleTimeout)
       extends DriverRequest[java.lang.Long] {
     override def onDriver(): java.lang.Long = {
       val controller = Coordinator.get.state(state)
       if (incarnation >= 0) Incarnations.check(state, incarnation, controller.incarnation, "real-time updater")
-      (0 until partitions).foreach(p => WriterLifecycle.started(state, writer(query, p), UpdateOptions.NoIdleTimeout))
+      (0 until partitions).foreach(p => WriterLifecycle.startedOnce(state, writer(query, p), idleTimeoutMicros))
       controller.lastCommittedEpoch(writer(query, partition))
     }
   }
@@ -67,6 +70,8 @@ private[sharedstate] object RealtimeWriters {
       files: Seq[(Int, String, Long, Long)])
       extends DriverRequest[java.lang.Long] {
     override def onDriver(): java.lang.Long = {
+      // A commit carries input: a partition writer its idleTimeout paused rejoins (at the current U) first.
+      WriterLifecycle.input(state, writer)
       val controller = Coordinator.get.state(state)
       val previous = controller.writerProgress(writer).getOrElse(EventTime.MinusInfinity)
       val payload = files.map { case (p, path, size, time) => ChangelogFile(p, path, size, time) }

@@ -42,6 +42,15 @@ private[sharedstate] object WriterLifecycle extends Logging {
   }
 
   /**
+   * [[started]] unless `writer` already runs (a real-time partition writer, which every epoch's tasks
+   * open again): its idleness clock and state are kept.
+   */
+  def startedOnce(state: String, writer: String, idleTimeoutMicros: Long): Unit =
+    if (!running.containsKey((state, writer))) synchronized {
+      if (!running.containsKey((state, writer))) started(state, writer, idleTimeoutMicros)
+    }
+
+  /**
    * The query stopped: each State it wrote stops waiting for it (it resumes if the query restarts),
    * and for the partition writers of a real-time updater ([[RealtimeWriters]]) alike.
    */

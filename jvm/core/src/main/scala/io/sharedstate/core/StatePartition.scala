@@ -245,7 +245,9 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
         val t = ready.times(c)
         val incoming = ready.values(c)
         try {
-          val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
+          val previous = if (readsPrevious) b.valueAtOrBefore(t) else null
+          // A transaction's delete (ValueSet.Deleted) is no value, as the group's chains read it.
+          val v = rule(if (previous != null && previous.length == 0) null else previous, incoming)
           if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
           b.put(t, v)
           applied += 1

@@ -391,6 +391,7 @@ class TransactionJournalSuite extends AnyFunSuite {
       }
       assert(failedAt >= 0, s"seed $seed: the armed failure happened")
       g.finish()
+      assertSame(g.states, g.recovered(snapshots = false), EventTime.PlusInfinity, s"seed $seed: rebuilt alone")
       reference.states.zip(g.states).foreach { case (r, s) =>
         assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
       }

@@ -120,10 +120,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
    */
   def stage(writer: String, epoch: Long, task: Int, batch: TransactionBatch): Unit = {
     var i = 0
-    while (i < batch.size) {
-      batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
-      i += 1
-    }
+    while (i < batch.size) { checkStates(batch(i)); i += 1 }
     staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, TransactionBatch]()).put(task, batch)
   }
 
@@ -207,7 +204,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
         var i = 0
         while (i < batch.size) {
           val txn = batch(i)
-          batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+          checkStates(txn)
           if (txn.time >= u) { waiting += ((TransactionId(writer, epoch, task, i), txn)); restored += 1 }
           i += 1
         }
@@ -324,6 +321,18 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     }
 
   private[core] def drainPendingFetches(): Unit = states.foreach(_.drainPendingFetches())
+
+  // Every State a transaction touches is a member (no Set built per transaction: this runs per event).
+  private def checkStates(txn: Transaction): Unit = {
+    var i = 0
+    while (i < txn.reads.length) {
+      if (!byName.contains(txn.reads(i).state)) throw unknownState(txn.reads(i).state); i += 1
+    }
+    i = 0
+    while (i < txn.writes.length) {
+      if (!byName.contains(txn.writes(i).state)) throw unknownState(txn.writes(i).state); i += 1
+    }
+  }
 
   private def unknownState(n: String): SharedStateException = new SharedStateException(
     s"Transaction group '$name' has no State '$n'. Its States: ${states.map(_.name).mkString(", ")}.")

@@ -9,12 +9,12 @@ import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
   AttributeReference,
   BindReferences,
+  BoundReference,
   Expression,
   GenericInternalRow,
   GetStructField,
-  IsNull,
+  InterpretedUnsafeProjection,
   JoinedRow,
-  Or,
   UnsafeProjection,
   UnsafeRow
 }
@@ -175,7 +175,9 @@ private[sharedstate] object TransactionProgram {
     val schemas = (reads ++ writes).map(_.state).distinct.map(s => s -> schemaOf(s)).toMap
     val program = TransactionProgram(eventSchema, reads.toIndexedSeq, Option(condition).getOrElse("true"),
       writes.toIndexedSeq, schemas, logic)
-    new Compiled(new Analysed(program)) // every expression resolved and type-checked once here, on the driver
+    // Every expression resolved and type-checked here, on the driver, once for the JVM (local mode's
+    // tasks find it analysed).
+    compiledFor(program).get()
     program
   }
 
@@ -217,14 +219,22 @@ private[sharedstate] object TransactionProgram {
     }
   }
 
-  /** The generated code of one program, for one thread. */
+  /**
+   * The generated code of one program, for one thread: two generated projections (every key's columns
+   * in one row, and the decision), whatever the number of accesses (each generated class costs a
+   * compilation per new program, on the first batch), and per key an interpreted slice of that row.
+   */
   final class Compiled(a: Analysed) {
     private val p = a.p
-    // One projection per key: its row is the key's stored bytes; a column null means no key.
-    private val keyEncoders: Array[UnsafeProjection] = a.keys.map(k => UnsafeProjection.create(k)).toArray
-    // Whether each read's key is null (that read is not made): one projection for all of them.
-    private val readKeyNulls: UnsafeProjection =
-      UnsafeProjection.create(a.keys.take(p.reads.length).map(k => k.map(IsNull(_): Expression).reduce(Or(_, _))))
+    // Every key's columns in one row; key i's are columns first(i) until first(i + 1).
+    private val allKeys: UnsafeProjection = UnsafeProjection.create(a.keys.flatten)
+    private val first: Array[Int] = a.keys.scanLeft(0)(_ + _.size).toArray
+    // Key i's row, as the State stores it, from the row of all keys (a column null means no key).
+    private val keySlices: Array[UnsafeProjection] = a.keys.indices.map { i =>
+      InterpretedUnsafeProjection.createProjection(a.keys(i).zipWithIndex.map { case (e, c) =>
+        BoundReference(first(i) + c, e.dataType, nullable = true): Expression
+      })
+    }.toArray
     private val decision: UnsafeProjection = if (p.logic != null) null else UnsafeProjection.create(a.decision)
     private val widths = p.writes.map(w => p.schemas(w.state).value.length).toArray
     private val readWidths = p.reads.map(r => p.schemas(r.state).value.length).toArray
@@ -232,15 +242,19 @@ private[sharedstate] object TransactionProgram {
     /** The class form's logic on this thread (made, and so checked, when the program is compiled). */
     val byClass: ClassLogic.Runner = if (p.logic == null) null else new ClassLogic.Runner(p, keys)
 
+    private def isNull(row: UnsafeRow, i: Int): Boolean = {
+      var c = first(i)
+      while (c < first(i + 1)) { if (row.isNullAt(c)) return true; c += 1 }
+      false
+    }
+
     def keys(event: InternalRow): Array[Key] = {
-      val out = new Array[Key](keyEncoders.length)
+      val row = allKeys(event)
+      val out = new Array[Key](keySlices.length)
       var i = 0
       while (i < out.length) {
-        val k = keyEncoders(i)(event)
-        var isNull = false
-        var c = 0
-        while (c < k.numFields) { if (k.isNullAt(c)) isNull = true; c += 1 }
-        if (!isNull) { // a copy: the projection reuses its row (getBytes may hand out its buffer itself)
+        if (!isNull(row, i)) { // a copy: the projection reuses its row (getBytes may hand out its buffer itself)
+          val k = keySlices(i)(row)
           val bytes = new Array[Byte](k.getSizeInBytes)
           k.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
           out(i) = new Key(bytes)
@@ -251,8 +265,8 @@ private[sharedstate] object TransactionProgram {
     }
 
     def readsMade(event: InternalRow): Array[Boolean] = {
-      val nulls = readKeyNulls(event)
-      Array.tabulate(p.reads.length)(i => !nulls.getBoolean(i))
+      val row = allKeys(event)
+      Array.tabulate(p.reads.length)(i => !isNull(row, i))
     }
 
     def decide(event: InternalRow, values: Array[Array[Byte]]): Array[Array[Byte]] = {

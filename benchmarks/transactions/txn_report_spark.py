@@ -140,7 +140,35 @@ def write_report(out: Path, meta: dict, searches: list[dict], points: list[dict]
     plt.close(fig)
 
 
+def merge(parts: list[dict]) -> dict:
+    """Several runs of the benchmark (e.g. one application each, so each holds the benchmark lock for a
+    shorter time) as one: their searches and points together, the commands joined, the load range and
+    minutes over all. Their settings must be equal."""
+    settings = [p["meta"]["settings"] for p in parts]
+    if any(s != settings[0] for s in settings):
+        raise SystemExit(f"the parts' settings differ: {settings}")
+    loads = [x for p in parts for x in (p["meta"].get("load_avg_1m") or [])]
+    meta = dict(parts[0]["meta"])
+    meta.update(
+        command=" ; ".join(p["meta"]["command"] for p in parts),
+        minutes=round(sum(p["meta"]["minutes"] for p in parts), 1),
+        load_avg_1m=[min(loads), max(loads)] if loads else None,
+    )
+    return {
+        "meta": meta,
+        "searches": [s for p in parts for s in p["searches"]],
+        "points": [x for p in parts for x in p["points"]],
+    }
+
+
 if __name__ == "__main__":
+    # txn_report_spark.py OUT [PART ...]: the report of OUT/spark-runs.json, or of the PARTs' merged into it.
     out = Path(sys.argv[1])
-    data = json.loads((out / "spark-runs.json").read_text())
+    parts = [Path(p) for p in sys.argv[2:]]
+    if parts:
+        data = merge([json.loads((p / "spark-runs.json").read_text()) for p in parts])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "spark-runs.json").write_text(json.dumps(data, indent=1) + "\n")
+    else:
+        data = json.loads((out / "spark-runs.json").read_text())
     write_report(out, data["meta"], data["searches"], data["points"])

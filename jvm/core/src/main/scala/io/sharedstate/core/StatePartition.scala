@@ -309,7 +309,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
       val split =
         if (!byInstance) null
         else
-          PartialChain(partialRule.inner, b.valueAtOrBefore(ready.times(members(from))),
+          PartialChain(partialRule.inner, StatePartition.noDeleted(b.valueAtOrBefore(ready.times(members(from)))),
             Array.tabulate(length)(k => ready.values(members(from + k))))
       if (split != null) {
         var n = 0
@@ -327,7 +327,8 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
           val t = ready.times(c)
           val incoming = ready.values(c)
           try {
-            val v = rule(if (readsPrevious) b.valueAtOrBefore(t) else null, incoming)
+            // A transaction's delete (ValueSet.Deleted) is no value, as the group's chains read it.
+            val v = rule(if (readsPrevious) StatePartition.noDeleted(b.valueAtOrBefore(t)) else null, incoming)
             if (v == null) throw new SharedStateException(s"update rule '${rule.name}' returned null")
             b.put(t, v)
             applied += 1
@@ -602,6 +603,9 @@ object StatePartition {
         ready.keys(SlotOrder.indexOf(order(k))) == key)) k += 1
     k == j
   }
+
+  // A transaction's delete (ValueSet.Deleted, an empty value) is no value to a rule.
+  private def noDeleted(v: Array[Byte]): Array[Byte] = if (v != null && v.length == 0) null else v
 
   // A stable sort of a chain (arrival order) by timestamp, for tests: see sortByTime.
   private[core] def byTime(chain: Array[Int], times: Array[Long]): Array[Int] = {

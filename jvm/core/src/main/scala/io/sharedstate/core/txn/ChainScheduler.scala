@@ -1,10 +1,11 @@
 package io.sharedstate.core.txn
 
-import java.util.concurrent.{CompletableFuture, ExecutionException, Executor, ForkJoinPool}
-import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.{ConcurrentLinkedQueue, Executor, ForkJoinPool}
+import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
+import java.util.concurrent.locks.LockSupport
 
 /**
- * Runs a batch's operation chains (TStream's state-access mode) on an executor, without locks.
+ * Runs a round's operation chains (TStream's state-access mode), without locks.
  *
  * Each chain is walked by one thread at a time, in (time, tie) order. Cross-chain dependencies are
  * per operation: a transaction's decision waits for all its reads (the chain that resolves the last
@@ -16,18 +17,22 @@ import java.util.concurrent.atomic.AtomicInteger
  * transactions ordered strictly before T (smaller (time, tie)), or to T itself but never a write
  * of T (a transaction's reads of a key come before its writes of it). So every wait points to an
  * earlier (time, tie), or from T's writes to T's reads: following waits strictly descends a finite
- * order, and the smallest open operation of the batch can always run.
+ * order, and the smallest open operation of the round can always run.
  *
- * `executor == null` runs everything on the calling thread (a resumed chain goes to a local queue);
- * otherwise the chains are cut into slices of consecutive chains, one task per slice, and each
- * resumed chain is a task of its own. [[run]] returns once every chain ran to its end and published;
- * the calling thread waits meanwhile, so it must not be the only thread of the executor (a
- * ForkJoinPool worker may call it: the pool compensates for a blocked worker).
+ * Workers, not a task per chain: the calling thread and `parallelism - 1` helpers on `executor`
+ * each claim runs of consecutive chains from a shared cursor, and a chain a decision resumes goes on
+ * a shared lock-free queue that every worker drains before it claims more (no hand-off of an
+ * operation to a pool, no wake-up of a sleeping thread). A worker with nothing to do while chains are
+ * parked spins briefly, then yields, then naps: the decision that resumes them is being made by a
+ * chain another worker runs. The calling thread alone can finish every round (it never waits for a
+ * helper: a helper that starts late finds nothing left and ends), so `executor` may be busy, or
+ * `parallelism` 1 (all on the calling thread). [[run]] returns once every chain ran to its end and
+ * published.
  */
 private[sharedstate] final class ChainScheduler(executor: Executor, parallelism: Int) {
 
   def run(chains: Array[OperationChain]): Unit = if (chains.nonEmpty) {
-    if (executor == null) runInline(chains) else runParallel(chains)
+    if (executor == null || parallelism <= 1 || chains.length < 2) runInline(chains) else runParallel(chains)
   }
 
   private def runInline(chains: Array[OperationChain]): Unit = {
@@ -44,29 +49,14 @@ private[sharedstate] final class ChainScheduler(executor: Executor, parallelism:
   }
 
   private def runParallel(chains: Array[OperationChain]): Unit = {
-    val open = new AtomicInteger(chains.length)
-    val done = new CompletableFuture[Unit]()
-    lazy val resume: OperationChain => Unit = c => executor.execute(() => step(c))
-    def finish(c: OperationChain): Unit = {
-      c.publish()
-      if (open.decrementAndGet() == 0) done.complete(())
+    val round = new ChainScheduler.Round(chains)
+    var h = 1
+    while (h < parallelism) { executor.execute(() => round.work()); h += 1 }
+    round.work()
+    round.failure.get match {
+      case null =>
+      case e => throw e
     }
-    def step(c: OperationChain): Unit =
-      try { if (c.run(resume)) finish(c) }
-      catch { case e: Throwable => done.completeExceptionally(e) }
-    val slices = math.max(1, math.min(chains.length, parallelism * 4))
-    var s = 0
-    while (s < slices) {
-      val from = (chains.length.toLong * s / slices).toInt
-      val until = (chains.length.toLong * (s + 1) / slices).toInt
-      executor.execute { () =>
-        var i = from
-        while (i < until && !done.isDone) { step(chains(i)); i += 1 }
-      }
-      s += 1
-    }
-    try done.get()
-    catch { case e: ExecutionException => throw e.getCause }
   }
 }
 
@@ -77,4 +67,44 @@ private[sharedstate] object ChainScheduler {
 
   /** On the calling thread only. */
   val inline: ChainScheduler = new ChainScheduler(null, 1)
+
+  // Chains claimed at a time from the cursor: enough to amortise the claim, few enough to balance.
+  private val Claim = 8
+
+  /** One round's shared work: the chains not claimed yet, the resumed ones, how many are still open. */
+  private final class Round(chains: Array[OperationChain]) {
+    private val cursor = new AtomicInteger()
+    private val resumed = new ConcurrentLinkedQueue[OperationChain]()
+    private val open = new AtomicInteger(chains.length)
+    val failure = new AtomicReference[Throwable]()
+    private val resume: OperationChain => Unit = c => resumed.offer(c)
+
+    private def step(c: OperationChain): Unit =
+      if (c.run(resume)) { c.publish(); open.decrementAndGet() }
+
+    /** Works until every chain is done (or one failed). */
+    def work(): Unit =
+      try {
+        var idle = 0
+        while (open.get > 0 && failure.get == null) {
+          val c = resumed.poll()
+          if (c != null) { step(c); idle = 0 }
+          else {
+            val from = if (cursor.get < chains.length) cursor.getAndAdd(Claim) else chains.length
+            if (from < chains.length) {
+              var i = from
+              val until = math.min(from + Claim, chains.length)
+              while (i < until) { step(chains(i)); i += 1 }
+              idle = 0
+            } else {
+              // Every chain is claimed: the open ones are parked or running elsewhere.
+              idle += 1
+              if (idle < 64) Thread.onSpinWait()
+              else if (idle < 128) Thread.`yield`()
+              else LockSupport.parkNanos(20000L)
+            }
+          }
+        }
+      } catch { case e: Throwable => failure.compareAndSet(null, e) }
+  }
 }

@@ -23,8 +23,8 @@ import scala.jdk.CollectionConverters._
  * A writer registers on the group (it is registered on every member), stages transactions per
  * (writer, epoch, task) with [[stage]] (a retry replaces the task's batch) and plain updates on the
  * members with `State.stage`, then commits the epoch with [[commitEpoch]]: a transaction below the
- * group's U then is late and goes to [[rejectedTransactions]] (and [[drainLate]], and the rejected log of
- * each member it writes); the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
+ * group's U then is late: it is counted ([[lateCount]]), handed out by [[drainLate]] and logged in the
+ * rejected log of each member it writes; the others wait for U to pass their time. Outcomes come out, in (time, id) order, once final: [[drainOutcomes]].
  *
  * Journaled in part: a member with a journal records joining the group, and each advance of U before
  * it is published, with the pairs the step's transactions put in it
@@ -53,7 +53,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
   private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
-  private val rejected = new ConcurrentLinkedQueue[RejectedTransaction]()
+  private val lateTotal = new java.util.concurrent.atomic.AtomicLong()
   private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
   @volatile private var decidedHook: TransactionGroup.Decided = null // set: outcomes go there, not to the queues
   @volatile private var stepRecord: TransactionGroup.StepRecord = null
@@ -120,10 +120,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
    */
   def stage(writer: String, epoch: Long, task: Int, batch: TransactionBatch): Unit = {
     var i = 0
-    while (i < batch.size) {
-      batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
-      i += 1
-    }
+    while (i < batch.size) { checkStates(batch(i)); i += 1 }
     staging.computeIfAbsent((writer, epoch), _ => new ConcurrentHashMap[Int, TransactionBatch]()).put(task, batch)
   }
 
@@ -164,7 +161,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
             val id = TransactionId(writer, epoch, task, i)
             if (txn.time < uNow) {
               val r = RejectedTransaction(id, txn.time, RejectedTransaction.Late, uNow, txn.payload)
-              rejected.add(r); lateOnes += r; lateIn(r, txn)
+              lateTotal.incrementAndGet(); lateOnes += r; lateIn(r, txn)
             } else { waiting += ((id, txn)); accepted += 1 }
             i += 1
           }
@@ -207,7 +204,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
         var i = 0
         while (i < batch.size) {
           val txn = batch(i)
-          batch(i).states.foreach(n => if (!byName.contains(n)) throw unknownState(n))
+          checkStates(txn)
           if (txn.time >= u) { waiting += ((TransactionId(writer, epoch, task, i), txn)); restored += 1 }
           i += 1
         }
@@ -257,8 +254,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   def drainOutcomes(): Seq[TransactionOutcome] =
     Iterator.continually(outcomes.poll()).takeWhile(_ != null).toVector
 
-  /** Late transactions, oldest first. */
-  def rejectedTransactions: Seq[RejectedTransaction] = rejected.asScala.toSeq
+  /**
+   * How many transactions were rejected as late since the group was made. Not kept one by one here
+   * (a long-running group would hold every late event): [[drainLate]] hands each out once, and each
+   * member's rejected log (capped) keeps its keys.
+   */
+  def lateCount: Long = lateTotal.get
 
   /**
    * The late transactions rejected since the last call, in rejection order (each once; a caller that
@@ -320,6 +321,18 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     }
 
   private[core] def drainPendingFetches(): Unit = states.foreach(_.drainPendingFetches())
+
+  // Every State a transaction touches is a member (no Set built per transaction: this runs per event).
+  private def checkStates(txn: Transaction): Unit = {
+    var i = 0
+    while (i < txn.reads.length) {
+      if (!byName.contains(txn.reads(i).state)) throw unknownState(txn.reads(i).state); i += 1
+    }
+    i = 0
+    while (i < txn.writes.length) {
+      if (!byName.contains(txn.writes(i).state)) throw unknownState(txn.writes(i).state); i += 1
+    }
+  }
 
   private def unknownState(n: String): SharedStateException = new SharedStateException(
     s"Transaction group '$name' has no State '$n'. Its States: ${states.map(_.name).mkString(", ")}.")

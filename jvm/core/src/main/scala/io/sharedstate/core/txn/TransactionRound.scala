@@ -1,8 +1,8 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{Change, GroupAdvance, Key, State, StatePartition}
+import io.sharedstate.core.{Change, GroupAdvance, Key, State}
 import java.util.Arrays
-import scala.collection.mutable
+import scala.collection.immutable.ArraySeq
 import scala.collection.mutable.ArrayBuffer
 
 /**
@@ -12,44 +12,90 @@ import scala.collection.mutable.ArrayBuffer
  * each durable member the pairs the transactions put there, hands the change feeds their new pairs and
  * returns the outcomes in (time, id) order. Publishing U is the caller's, after this returns
  * (everything below it is applied, and journaled, by then).
+ *
+ * The chains are built without an object per access: the transactions are ranked by (time, id), each
+ * access gets its chain in one pass (a hash look-up per access), and a second pass lays every chain's
+ * accesses out in one array, each chain a slice of it, already in the order they apply in (ranks
+ * ascending, a transaction's reads before its writes): no sort. Only plain updates and replayed pairs
+ * are objects, sorted per chain.
  */
 private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler) {
-  private val stateIndex: Map[String, Int] = states.iterator.map(_.name).zipWithIndex.toMap
+  private val stateIndex: java.util.HashMap[String, Integer] = {
+    val m = new java.util.HashMap[String, Integer]()
+    states.indices.foreach(i => m.put(states(i).name, i))
+    m
+  }
 
   def run(newU: Long, txns: IndexedSeq[(TransactionId, Transaction)],
       decided: IndexedSeq[TransactionOutcome] => Unit,
       journal: IndexedSeq[(State, GroupAdvance)] => Unit): Unit = {
-    val sorted = txns.sortBy { case (id, t) => (t.time, id) }
-    val runs = sorted.iterator.zipWithIndex.map { case ((id, t), rank) => new TransactionRun(id, t, rank) }.toIndexedSeq
-    val chains = plainChains(newU)
-    def chainOf(s: Int, key: Key): ArrayBuffer[ChainOp] = chains.getOrElseUpdate((s, key), ArrayBuffer.empty)
-    runs.foreach { r =>
-      r.txn.reads.iterator.zipWithIndex.foreach { case (k, i) =>
-        chainOf(stateIndex(k.state), k.key) += new ChainOp.Read(r, i)
-      }
-      r.txn.writes.iterator.zipWithIndex.foreach { case (k, j) =>
-        chainOf(stateIndex(k.state), k.key) += new ChainOp.Write(r, j)
-      }
-      r.decideWithoutReads()
+    val runs = TransactionRound.ranked(txns)
+    val table = new TransactionRound.Chains(states.length)
+    addPlain(table, newU)
+    // Pass 1: each access's chain, and how many accesses each chain has.
+    var total = 0
+    runs.foreach(r => total += r.txn.reads.length + r.txn.writes.length)
+    val chainOf = new Array[Int](total)
+    var a = 0
+    var rank = 0
+    while (rank < runs.length) {
+      val txn = runs(rank).txn
+      a = locate(table, txn.reads, chainOf, a)
+      a = locate(table, txn.writes, chainOf, a)
+      runs(rank).decideWithoutReads()
+      rank += 1
     }
-    val built = execute(newU, chains)
-    decided(runs.map(_.outcome))
+    // Pass 2: every chain's accesses in one array, chain c in [start(c), start(c + 1)).
+    val start = table.starts()
+    val next = Arrays.copyOf(start, start.length)
+    val accesses = new Array[Long](total)
+    a = 0
+    rank = 0
+    while (rank < runs.length) {
+      val txn = runs(rank).txn
+      var i = 0
+      while (i < txn.reads.length) {
+        val c = chainOf(a); accesses(next(c)) = ChainOp.access(rank, write = false, i); next(c) += 1; a += 1; i += 1
+      }
+      i = 0
+      while (i < txn.writes.length) {
+        val c = chainOf(a); accesses(next(c)) = ChainOp.access(rank, write = true, i); next(c) += 1; a += 1; i += 1
+      }
+      rank += 1
+    }
+    val built = execute(newU, table, accesses, start, runs)
+    decided(ArraySeq.unsafeWrapArray(runs.map(_.outcome)))
     journal(advances(newU, built))
     feedChanges(newU, built)
   }
 
-  /** Replays one journaled round of the only member State: its plain updates below U and the journaled pairs. */
-  private def replayRound(advance: GroupAdvance): Unit = {
-    val chains = plainChains(advance.updateProgress)
-    advance.pairs.iterator.zipWithIndex.foreach { case (p, i) =>
-      chains.getOrElseUpdate((0, new Key(p.key)), ArrayBuffer.empty) += new ChainOp.Put(p.time, i.toLong, p.value)
+  // The chain of each of `keys` into chainOf(a...), counted; returns the next a.
+  private def locate(
+      table: TransactionRound.Chains, keys: IndexedSeq[StateKey], chainOf: Array[Int], from: Int): Int = {
+    var a = from
+    var i = 0
+    while (i < keys.length) {
+      val k = keys(i)
+      val c = table.chainOf(stateIndex.get(k.state).intValue, k.key)
+      table.counts(c) += 1
+      chainOf(a) = c
+      a += 1; i += 1
     }
-    feedChanges(advance.updateProgress, execute(advance.updateProgress, chains))
+    a
   }
 
-  // One chain per (State, key) with a staged plain update below `newU`, in arrival order.
-  private def plainChains(newU: Long): mutable.LinkedHashMap[(Int, Key), ArrayBuffer[ChainOp]] = {
-    val chains = mutable.LinkedHashMap.empty[(Int, Key), ArrayBuffer[ChainOp]]
+  /** Replays one journaled round of the only member State: its plain updates below U and the journaled pairs. */
+  private def replayRound(advance: GroupAdvance): Unit = {
+    val table = new TransactionRound.Chains(1)
+    addPlain(table, advance.updateProgress)
+    advance.pairs.iterator.zipWithIndex.foreach { case (p, i) =>
+      table.addOther(0, new Key(p.key), new ChainOp.Put(p.time, i.toLong, p.value))
+    }
+    feedChanges(advance.updateProgress, execute(advance.updateProgress, table, Array.emptyLongArray, null, null))
+  }
+
+  // A chain per (State, key) with a staged plain update below `newU`, the updates in arrival order.
+  private def addPlain(table: TransactionRound.Chains, newU: Long): Unit = {
     var arrival = 0L
     states.indices.foreach { s =>
       states(s).partitionsInternal.foreach { p =>
@@ -57,43 +103,65 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
         if (ready != null) {
           var i = 0
           while (i < ready.size) {
-            chains.getOrElseUpdate((s, ready.keys(i)), ArrayBuffer.empty) +=
-              new ChainOp.Plain(ready.times(i), arrival, ready.values(i), ready.origins(i))
+            table.addOther(s, ready.keys(i),
+              new ChainOp.Plain(ready.times(i), arrival, ready.values(i), ready.origins(i)))
             arrival += 1; i += 1
           }
         }
       }
     }
-    chains
   }
 
-  // Sorts and runs the chains, and routes the rule failures to their States' rejected logs.
-  private def execute(
-      newU: Long, chains: mutable.LinkedHashMap[(Int, Key), ArrayBuffer[ChainOp]]): Array[OperationChain] = {
-    val horizons = states.map(s => math.min(s.fetchProgress, newU))
-    val journaled = states.map(_.journaled)
-    val built = chains.iterator.map { case ((s, key), ops) =>
-      val arr = ops.toArray
-      Arrays.sort(arr, ChainOp.Order)
-      new OperationChain(states(s).partitionOf(key), key, arr, horizons(s), journaled(s))
-    }.toArray
+  // Runs the chains (accesses of chain c in start(c) until start(c + 1); `start` null: none), and routes
+  // the rule failures to their States' rejected logs.
+  private def execute(newU: Long, table: TransactionRound.Chains, accesses: Array[Long], start: Array[Int],
+      runs: Array[TransactionRun]): Array[OperationChain] = {
+    val horizons = states.map(s => math.min(s.fetchProgress, newU)).toArray
+    val journaled = states.map(_.journaled).toArray
     // New keys are published by their chains: room for them first (one chain per key, at most).
-    built.groupBy(_.partition).foreach { case (p, cs) => p.reserveKeys(cs.length) }
+    val perPartition = states.map(s => new Array[Int](s.partitionCount)).toArray
+    val built = new Array[OperationChain](table.size)
+    var c = 0
+    while (c < built.length) {
+      val s = table.stateOf(c)
+      val key = table.keys(c)
+      val p = key.partition(perPartition(s).length)
+      perPartition(s)(p) += 1
+      val others = table.others(c)
+      val sorted = if (others == null) OperationChain.noOthers
+      else {
+        val arr = others.toArray
+        Arrays.sort(arr, ChainOp.Order)
+        arr
+      }
+      val partition = states(s).partitionsInternal(p)
+      built(c) =
+        if (start == null) OperationChain.ofOthers(partition, key, s, sorted, horizons(s), journaled(s))
+        else new OperationChain(partition, key, s, sorted, accesses, start(c), start(c + 1), runs, horizons(s),
+          journaled(s))
+      c += 1
+    }
+    var s = 0
+    while (s < perPartition.length) {
+      var p = 0
+      while (p < perPartition(s).length) {
+        if (perPartition(s)(p) > 0) states(s).partitionsInternal(p).reserveKeys(perPartition(s)(p))
+        p += 1
+      }
+      s += 1
+    }
     scheduler.run(built)
-    val partitionOwner = new java.util.IdentityHashMap[StatePartition, Int]()
-    states.indices.foreach(s => states(s).partitionsInternal.foreach(p => partitionOwner.put(p, s)))
-    built.foreach(c => c.rejected.foreach(states(partitionOwner.get(c.partition)).rejectApplied))
+    built.foreach(c => c.rejected.foreach(states(c.state).rejectApplied))
     built
   }
 
   // Per durable member, the advance its journal records: U and the pairs the round's transactions put in it.
   private def advances(newU: Long, built: Array[OperationChain]): IndexedSeq[(State, GroupAdvance)] =
-    states.filter(_.journaled).map { state =>
-      val own = state.partitionsInternal.toSet
-      val pairs = built.iterator.filter(c => own(c.partition) && c.transactionPuts.nonEmpty).flatMap { c =>
+    states.indices.filter(states(_).journaled).map { s =>
+      val pairs = built.iterator.filter(c => c.state == s && c.transactionPuts.nonEmpty).flatMap { c =>
         c.transactionPuts.iterator.map { case (t, v) => GroupAdvance.Pair(c.key.bytes, t, v) }
       }.toIndexedSeq
-      state -> GroupAdvance(newU, pairs)
+      states(s) -> GroupAdvance(newU, pairs)
     }
 
   // Members with an open change feed get the pairs this round made final, before U is published.
@@ -119,4 +187,61 @@ private[sharedstate] object TransactionRound {
    */
   def replay(state: State, advance: GroupAdvance): Unit =
     new TransactionRound(IndexedSeq(state), ChainScheduler.inline).replayRound(advance)
+
+  /** The transactions in (time, id) order, each with its rank. */
+  private def ranked(txns: IndexedSeq[(TransactionId, Transaction)]): Array[TransactionRun] = {
+    val sorted = txns.toArray
+    Arrays.sort(
+      sorted,
+      (a: (TransactionId, Transaction), b: (TransactionId, Transaction)) => {
+        val c = java.lang.Long.compare(a._2.time, b._2.time)
+        if (c != 0) c else a._1.compare(b._1)
+      }
+    )
+    val runs = new Array[TransactionRun](sorted.length)
+    var i = 0
+    while (i < runs.length) { runs(i) = new TransactionRun(sorted(i)._1, sorted(i)._2, i); i += 1 }
+    runs
+  }
+
+  /** The round's chains as they are found: each one's State, key, plain updates or replayed pairs, access count. */
+  private final class Chains(states: Int) {
+    private val ids = Array.fill(states)(new java.util.HashMap[Key, Integer]())
+    private var n = 0
+    var stateOf = new Array[Int](64)
+    var keys = new Array[Key](64)
+    var others = new Array[ArrayBuffer[ChainOp]](64)
+    var counts = new Array[Int](64)
+
+    def size: Int = n
+
+    def chainOf(s: Int, key: Key): Int = {
+      val id = ids(s).get(key)
+      if (id != null) id.intValue
+      else {
+        if (n == keys.length) {
+          stateOf = Arrays.copyOf(stateOf, n * 2); keys = Arrays.copyOf(keys, n * 2)
+          others = Arrays.copyOf(others, n * 2); counts = Arrays.copyOf(counts, n * 2)
+        }
+        stateOf(n) = s; keys(n) = key
+        ids(s).put(key, n)
+        n += 1
+        n - 1
+      }
+    }
+
+    def addOther(s: Int, key: Key, op: ChainOp): Unit = {
+      val c = chainOf(s, key)
+      if (others(c) == null) others(c) = ArrayBuffer.empty
+      others(c) += op
+    }
+
+    /** Where each chain's accesses start in one array of all of them (n + 1 entries: the last is the total). */
+    def starts(): Array[Int] = {
+      val start = new Array[Int](n + 1)
+      var c = 0
+      while (c < n) { start(c + 1) = start(c) + counts(c); c += 1 }
+      start
+    }
+  }
 }

@@ -41,7 +41,8 @@ class LincheckedTransactionRun {
 
   @Operation
   def park(): String = {
-    val chain = new OperationChain(partition, new Key(Array[Byte](1)), Array.empty, EventTime.MinusInfinity)
+    val chain = OperationChain.ofOthers(partition, new Key(Array[Byte](1)), 0, Array.empty, EventTime.MinusInfinity,
+      journaled = false)
     if (run.park(chain)) { parkedChains.add(chain); "parked" }
     else { went.add(chain); "go" }
   }
@@ -88,33 +89,54 @@ class ChainConcurrencySuite extends AnyFunSuite {
    * a decision another thread makes) committed as one epoch, so they run as one round of chains on 4
    * threads; the outcomes and balances must equal the sequential oracle's every time.
    */
+  // One contended round (thousands of transfers over few hot accounts: most writes park on a decision
+  // another chain makes) through `group`, against the sequential oracle.
+  private def contendedRound(seed: Int, executor: java.util.concurrent.Executor, parallelism: Int): Unit = {
+    val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
+    val states = workload.states.map(new State(_))
+    val group = new TransactionGroup("stress", states, executor, parallelism)
+    val oracle = new SequentialTransactions(workload.states)
+    group.registerWriter("w")
+    val batch = new TransactionBatch
+    workload.events(seed).foreach {
+      case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
+      case other => fail(s"unexpected $other")
+    }
+    group.stage("w", 0, 0, batch)
+    group.commitEpoch("w", 0, 0L)
+    group.finishWriter("w") // U to +infinity: the whole batch is one round
+    val engine = group.drainOutcomes()
+    val expected = oracle.run()
+    assert(engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))) ==
+        expected.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))), s"seed $seed outcomes")
+    states.foreach { s =>
+      (0 until s.partitionCount).foreach(p =>
+        s.partition(p).foreachEntry { (k, set) =>
+          val h = oracle.histories((s.name, k.bytes.toSeq))
+          assert((0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)) == h, s"seed $seed ${s.name}")
+        })
+    }
+  }
+
   test("one large contended round on 4 threads equals the sequential oracle (seeded stress)") {
     val pool = new ForkJoinPool(4)
-    try (1 to (if (long) 200 else 12)).foreach { seed =>
-        val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
-        val states = workload.states.map(new State(_))
-        val group = new TransactionGroup("stress", states, pool, 4)
-        val oracle = new SequentialTransactions(workload.states)
-        group.registerWriter("w")
-        val batch = new TransactionBatch
-        workload.events(seed).foreach {
-          case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
-          case other => fail(s"unexpected $other")
-        }
-        group.stage("w", 0, 0, batch)
-        group.commitEpoch("w", 0, 0L)
-        group.finishWriter("w") // U to +infinity: the whole batch is one round
-        val engine = group.drainOutcomes()
-        val expected = oracle.run()
-        assert(engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))) ==
-            expected.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)))), s"seed $seed outcomes")
-        states.foreach { s =>
-          (0 until s.partitionCount).foreach(p =>
-            s.partition(p).foreachEntry { (k, set) =>
-              val h = oracle.histories((s.name, k.bytes.toSeq))
-              assert((0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)) == h, s"seed $seed ${s.name}")
-            })
-        }
+    try (1 to (if (long) 200 else 12)).foreach(seed => contendedRound(seed, pool, 4))
+    finally pool.shutdownNow()
+  }
+
+  test("the calling thread alone finishes a round whose helpers never start, or start late on a busy pool") {
+    // Helpers held until the round is over: they must find nothing left and end.
+    val held = new java.util.concurrent.ConcurrentLinkedQueue[Runnable]()
+    (1 to 4).foreach { seed =>
+      contendedRound(seed, (r: Runnable) => held.add(r), 3)
+      assert(held.size == 2, "two helpers asked for")
+      Iterator.continually(held.poll()).takeWhile(_ != null).foreach(_.run())
+    }
+    // A pool of one thread, busy half the time: helpers queue behind each other and join mid-round.
+    val pool = new ForkJoinPool(1)
+    try (5 to 10).foreach { seed =>
+        if (seed % 2 == 0) pool.execute(() => Thread.sleep(5))
+        contendedRound(seed, pool, 4)
       }
     finally pool.shutdownNow()
   }

@@ -97,7 +97,7 @@ final class TxnModelRun(workload: TxnWorkload, seed: Long, threads: Int) {
         b
       }
     }.toMap
-    assert(group.rejectedTransactions.size == lateTxns, "late transactions")
+    assert(group.lateCount == lateTxns, "late transactions")
     assert(states.map(_.rejectedUpdates.count(_.reason == "late")).sum == lateUpdates, "late updates")
     Result(engineOut.toIndexedSeq, oracleOut, engineHistories, oracle.histories, lateTxns, lateUpdates, uChecks,
       oracleOut.size, oracleOut.count(_.aborted))

@@ -92,27 +92,37 @@ private[sharedstate] object StagedTransactionLog {
   def under(root: String, group: String, conf: SerializableConfiguration): StagedTransactionLog =
     new StagedTransactionLog(new Path(new Path(root, "_transactions"), group).toString, conf)
 
+  /** What [[resume]] gave back: transactions waiting again, epochs committed again, and Spark's next batch. */
+  final case class Resumed(restored: Int, recommitted: Int, restaged: Int, restagedMaxTime: Option[Long])
+
   /**
    * At the restart of `writer` on a group of members rebuilt from their journals: each kept epoch the
    * members committed (every member: the lowest of their last epochs) gives back its transactions not
    * final yet ([[TransactionGroup.restoreCommitted]]); each above it up to `sparkCommitted` (the last
    * batch Spark committed: the group's commit did not follow) is staged and committed again with the
-   * same ids, at the writer's progress (its watermark moves with its next batch). An epoch above
-   * `sparkCommitted` is left alone: its batch may have been cut by the kill (some tasks logged, not
-   * all), and Spark runs it again, staging every task. `rebuild` makes a transaction from its time and
-   * event row bytes. Returns (transactions waiting again, epochs committed again).
+   * same ids, at the writer's progress (its watermark moves with its next batch).
+   *
+   * The batch after `sparkCommitted` (Spark planned it, the kill came before its commit) is staged,
+   * not committed: Spark runs it again, but its plan need not run. A sink that committed the batch
+   * before the kill skips it (the file sink, Delta's idempotent writes, a foreachBatch that checks the
+   * batch id), so its tasks never stage again and its epoch would commit empty, losing every
+   * transaction of it. Staged from the log, a task that does run again replaces its attempt as a
+   * retried task does (a batch the kill cut, some tasks logged, is run again whole: its sink cannot
+   * have committed it). `rebuild` makes a transaction from its time and event row bytes.
    */
   def resume(log: StagedTransactionLog, group: TransactionGroup, writer: String, sparkCommitted: Long,
-      rebuild: (Long, Array[Byte]) => Transaction): (Int, Int) = {
+      rebuild: (Long, Array[Byte]) => Transaction): Resumed = {
     val committed = group.states.map(_.lastCommittedEpoch(writer)).min
+    def batches(e: Long): Seq[(Int, TransactionBatch)] = log.read(writer, e).map { case (task, events) =>
+      val b = new TransactionBatch
+      events.foreach { case (t, bytes) => b.add(rebuild(t, bytes)) }
+      task -> b
+    }
     var restored = 0
     var recommitted = 0
-    log.epochs(writer).filter(_ <= sparkCommitted).foreach { e =>
-      val tasks = log.read(writer, e).map { case (task, events) =>
-        val b = new TransactionBatch
-        events.foreach { case (t, bytes) => b.add(rebuild(t, bytes)) }
-        task -> b
-      }
+    val epochs = log.epochs(writer)
+    epochs.filter(e => e <= sparkCommitted || e <= committed).foreach { e =>
+      val tasks = batches(e)
       if (e <= committed) restored += group.restoreCommitted(writer, e, tasks)
       else {
         tasks.foreach { case (task, b) => group.stage(writer, e, task, b) }
@@ -120,6 +130,12 @@ private[sharedstate] object StagedTransactionLog {
         if (!group.commitEpoch(writer, e, progress).alreadyCommitted) recommitted += 1
       }
     }
-    (restored, recommitted)
+    val next = sparkCommitted + 1
+    if (next > committed && epochs.contains(next)) {
+      val tasks = batches(next)
+      tasks.foreach { case (task, b) => group.stage(writer, next, task, b) }
+      val maxTime = tasks.flatMap { case (_, b) => b.transactions.map(_.time) }.maxOption
+      Resumed(restored, recommitted, tasks.map(_._2.size).sum, maxTime)
+    } else Resumed(restored, recommitted, 0, None)
   }
 }

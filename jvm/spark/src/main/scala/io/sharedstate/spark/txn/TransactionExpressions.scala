@@ -41,12 +41,40 @@ private[sharedstate] object TransactionExpressions {
   }
 
   /**
+   * Each `(what, sql)` resolved against `columns`, as [[analyse]] does, with one run of the analyzer for
+   * all of them (a program has tens); when that fails, each on its own, so the error names the one at fault.
+   */
+  def analyseAll(items: Seq[(String, String)], columns: Seq[Attribute]): IndexedSeq[Expression] = {
+    val parsed =
+      try Some(items.map { case (_, sql) => CatalystSqlParser.parseExpression(sql) })
+      catch { case NonFatal(_) => None }
+    val together =
+      parsed.filter(_ => items.forall { case (_, sql) => sql != null && sql.trim.nonEmpty }).flatMap { ps =>
+        try {
+          val plan = SimpleAnalyzer.executeAndCheck(
+            Project(ps.zipWithIndex.map { case (e, i) => Alias(e, s"result$i")() }, LocalRelation(columns)),
+            new QueryPlanningTracker(None))
+          plan match {
+            case Project(list, _: LocalRelation) if list.size == ps.size =>
+              val exprs = list.map { case Alias(e, _) => e; case other => other }
+              Option.when(list.forall(_.isInstanceOf[Alias]) && exprs.forall(_.deterministic))(exprs.toIndexedSeq)
+            case _ => None
+          }
+        } catch { case NonFatal(_) => None }
+      }
+    together.getOrElse(items.map { case (what, sql) => analyse(what, sql, columns) }.toIndexedSeq)
+  }
+
+  /**
    * A key expression: it must have the State's key type exactly (equal keys must be equal bytes), the
    * key column's type for a one-column key, else a struct of the key's columns in order (names not
    * checked).
    */
-  def key(what: String, sql: String, columns: Seq[Attribute], state: String, keySchema: StructType): Expression = {
-    val expr = analyse(what, sql, columns)
+  def key(what: String, sql: String, columns: Seq[Attribute], state: String, keySchema: StructType): Expression =
+    key(what, sql, analyse(what, sql, columns), state, keySchema)
+
+  /** [[key]] of `expr`, `sql` analysed. */
+  def key(what: String, sql: String, expr: Expression, state: String, keySchema: StructType): Expression = {
     val expected: DataType = if (keySchema.length == 1) keySchema.head.dataType else keySchema
     if (!DataType.equalsStructurally(expr.dataType, expected, ignoreNullability = true)) {
       throw new SharedStateException(
@@ -58,8 +86,11 @@ private[sharedstate] object TransactionExpressions {
   }
 
   /** The condition: BOOLEAN (null aborts, as a WHERE drops a null). */
-  def condition(sql: String, columns: Seq[Attribute]): Expression = {
-    val expr = analyse("the condition", sql, columns)
+  def condition(sql: String, columns: Seq[Attribute]): Expression =
+    condition(sql, analyse("the condition", sql, columns))
+
+  /** [[condition]] of `expr`, `sql` analysed. */
+  def condition(sql: String, expr: Expression): Expression = {
     if (expr.dataType != BooleanType) throw new SharedStateException(
       s"Transaction: the condition '$sql' has type ${expr.dataType.sql}; it must be BOOLEAN " +
         "(true commits the transaction, false or null aborts it).")
@@ -72,8 +103,11 @@ private[sharedstate] object TransactionExpressions {
    * not widen safely (Spark's up-cast: INT into BIGINT, never BIGINT into INT) is refused here, so
    * no write can fail on a value once the query runs.
    */
-  def value(what: String, sql: String, columns: Seq[Attribute], state: String, valueSchema: StructType): Expression = {
-    val expr = analyse(what, sql, columns)
+  def value(what: String, sql: String, columns: Seq[Attribute], state: String, valueSchema: StructType): Expression =
+    value(what, sql, analyse(what, sql, columns), state, valueSchema)
+
+  /** [[value]] of `expr`, `sql` analysed. */
+  def value(what: String, sql: String, expr: Expression, state: String, valueSchema: StructType): Expression = {
     val single = valueSchema.length == 1
     val target = nullableStruct(valueSchema)
     // A one-column value given bare is wrapped, null staying null (no write), not a struct of null.

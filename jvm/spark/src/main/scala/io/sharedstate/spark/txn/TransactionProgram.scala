@@ -1,6 +1,6 @@
 package io.sharedstate.spark.txn
 
-import io.sharedstate.spark.rows.{KeyEncoder, StateSchemas}
+import io.sharedstate.spark.rows.StateSchemas
 
 import io.sharedstate.core.{Key, SharedStateException}
 import io.sharedstate.core.txn.{StateKey, Transaction, TransactionDecision, TransactionLogic, WriteValue}
@@ -9,12 +9,17 @@ import org.apache.spark.sql.catalyst.expressions.{
   Attribute,
   AttributeReference,
   BindReferences,
+  BoundReference,
+  Expression,
   GenericInternalRow,
+  GetStructField,
+  InterpretedUnsafeProjection,
   JoinedRow,
   UnsafeProjection,
   UnsafeRow
 }
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.unsafe.Platform
 
 /**
  * One access of a declarative transaction: a read (`name` is what the condition and the new values
@@ -71,6 +76,9 @@ private[sharedstate] final case class TransactionProgram(eventSchema: StructType
   /** Keys of the reads, then of the writes; null where a key is null (that access is not made). */
   def keys(event: InternalRow): Array[Key] = local.get.keys(event)
 
+  /** Which reads the event makes (its key is not null): what its outcome lists reads for. */
+  def readsMade(event: InternalRow): Array[Boolean] = local.get.readsMade(event)
+
   /**
    * Decides the transaction from the values read (UnsafeRow bytes of each read's value struct, null
    * when absent): null when it aborts, else the new value of each write (null: that write writes nothing).
@@ -120,11 +128,17 @@ private[sharedstate] object TransactionProgram {
   /** The reason of a transaction whose condition was false or null. */
   val ConditionFailed = "condition"
 
-  // The generated code per program and thread (a projection reuses its output row; chains run in parallel).
+  // Per program (equal programs share it: each task deserializes its own copy), once per JVM: the
+  // analysed expressions; per thread from them, the generated projections (a projection reuses its
+  // output row; rounds and tasks run on several threads).
   private val compiled = new java.util.concurrent.ConcurrentHashMap[TransactionProgram, ThreadLocal[Compiled]]()
 
   private def compiledFor(p: TransactionProgram): ThreadLocal[Compiled] =
-    compiled.computeIfAbsent(p, _ => ThreadLocal.withInitial(() => new Compiled(p)))
+    compiled.computeIfAbsent(p,
+      _ => {
+        val analysed = new Analysed(p)
+        ThreadLocal.withInitial(() => new Compiled(analysed))
+      })
 
   /**
    * Checks and compiles a transaction: every State known, read names unique and distinct from the
@@ -161,54 +175,99 @@ private[sharedstate] object TransactionProgram {
     val schemas = (reads ++ writes).map(_.state).distinct.map(s => s -> schemaOf(s)).toMap
     val program = TransactionProgram(eventSchema, reads.toIndexedSeq, Option(condition).getOrElse("true"),
       writes.toIndexedSeq, schemas, logic)
-    new Compiled(program) // every expression resolved and type-checked once here, on the driver
+    // Every expression resolved and type-checked here, on the driver, once for the JVM (local mode's
+    // tasks find it analysed).
+    compiledFor(program).get()
     program
   }
 
   private def attributes(schema: StructType): Seq[Attribute] =
     schema.fields.toSeq.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
 
-  /** The generated code of one program, for one thread. */
-  final class Compiled(p: TransactionProgram) {
+  /**
+   * A program's expressions resolved, type-checked and bound to the rows they read (what takes Catalyst's
+   * analyzer: done once per program and JVM, then shared by the threads; expressions are immutable).
+   */
+  final class Analysed(val p: TransactionProgram) {
     private val eventColumns = attributes(p.eventSchema)
     private val inputColumns = attributes(p.inputSchema)
 
-    private val keyEncoders: IndexedSeq[(UnsafeProjection, KeyEncoder)] =
-      (p.reads.map(r => (r, s"the key of read '${r.name}'")) ++
-        p.writes.zipWithIndex.map { case (w, i) => (w, s"the key of write ${i + 1} (into '${w.state}')") }).map {
-        case (access, what) =>
-          val keySchema = p.schemas(access.state).key
-          val bound = BindReferences.bindReference(
-            TransactionExpressions.key(what, access.key, eventColumns, access.state, keySchema), eventColumns)
-          (UnsafeProjection.create(Seq(bound)), KeyEncoder.expression(bound, keySchema))
+    /** Per read, then per write: the key as the State stores it (its column, or its columns in order). */
+    val keys: IndexedSeq[Seq[Expression]] = {
+      val accesses = p.reads.map(r => (r, s"the key of read '${r.name}'")) ++
+        p.writes.zipWithIndex.map { case (w, i) => (w, s"the key of write ${i + 1} (into '${w.state}')") }
+      val analysed = TransactionExpressions.analyseAll(accesses.map { case (a, what) => (what, a.key) }, eventColumns)
+      accesses.zip(analysed).map { case ((access, what), expr) =>
+        val keySchema = p.schemas(access.state).key
+        val key = BindReferences.bindReference(
+          TransactionExpressions.key(what, access.key, expr, access.state, keySchema), eventColumns)
+        if (keySchema.length == 1) Seq(key) else keySchema.indices.map(i => GetStructField(key, i))
       }
+    }
 
-    // One projection for the whole decision: the condition, then each new value as its stored struct.
-    private val decision: UnsafeProjection = if (p.logic != null) null
-    else UnsafeProjection.create(
-      TransactionExpressions.condition(p.condition, inputColumns) +: p.writes.zipWithIndex.map { case (w, i) =>
-        TransactionExpressions.value(s"the new value of write ${i + 1} (into '${w.state}')", w.expr, inputColumns,
-          w.state, p.schemas(w.state).value)
-      },
-      inputColumns
-    )
+    /** The condition, then each new value as its stored struct, over the event and the values read. */
+    val decision: Seq[Expression] = if (p.logic != null) Nil
+    else {
+      val what =
+        "the condition" +: p.writes.indices.map(i => s"the new value of write ${i + 1} (into '${p.writes(i).state}')")
+      val analysed = TransactionExpressions.analyseAll(what.zip(p.condition +: p.writes.map(_.expr)), inputColumns)
+      val condition = TransactionExpressions.condition(p.condition, analysed.head)
+      val values = p.writes.zipWithIndex.map { case (w, i) =>
+        TransactionExpressions.value(what(i + 1), w.expr, analysed(i + 1), w.state, p.schemas(w.state).value)
+      }
+      (condition +: values).map(e => BindReferences.bindReference(e, inputColumns))
+    }
+  }
+
+  /**
+   * The generated code of one program, for one thread: two generated projections (every key's columns
+   * in one row, and the decision), whatever the number of accesses (each generated class costs a
+   * compilation per new program, on the first batch), and per key an interpreted slice of that row.
+   */
+  final class Compiled(a: Analysed) {
+    private val p = a.p
+    // Every key's columns in one row; key i's are columns first(i) until first(i + 1).
+    private val allKeys: UnsafeProjection = UnsafeProjection.create(a.keys.flatten)
+    private val first: Array[Int] = a.keys.scanLeft(0)(_ + _.size).toArray
+    // Key i's row, as the State stores it, from the row of all keys (a column null means no key).
+    private val keySlices: Array[UnsafeProjection] = a.keys.indices.map { i =>
+      InterpretedUnsafeProjection.createProjection(a.keys(i).zipWithIndex.map { case (e, c) =>
+        BoundReference(first(i) + c, e.dataType, nullable = true): Expression
+      })
+    }.toArray
+    private val decision: UnsafeProjection = if (p.logic != null) null else UnsafeProjection.create(a.decision)
     private val widths = p.writes.map(w => p.schemas(w.state).value.length).toArray
-    private val keyWidths = (p.reads ++ p.writes).map(a => p.schemas(a.state).key.length).toArray
     private val readWidths = p.reads.map(r => p.schemas(r.state).value.length).toArray
 
     /** The class form's logic on this thread (made, and so checked, when the program is compiled). */
     val byClass: ClassLogic.Runner = if (p.logic == null) null else new ClassLogic.Runner(p, keys)
 
-    def keys(event: InternalRow): Array[Key] = keyEncoders.indices.map { i =>
-      val (check, encoder) = keyEncoders(i)
-      val k = check(event)
-      // A key is null when it, or one of its columns (a multi-column key), is: that access is not made.
-      val isNull = k.isNullAt(0) || (keyWidths(i) > 1 && {
-        val columns = k.getStruct(0, keyWidths(i))
-        (0 until keyWidths(i)).exists(columns.isNullAt)
-      })
-      if (isNull) null else encoder.key(event)
-    }.toArray
+    private def isNull(row: UnsafeRow, i: Int): Boolean = {
+      var c = first(i)
+      while (c < first(i + 1)) { if (row.isNullAt(c)) return true; c += 1 }
+      false
+    }
+
+    def keys(event: InternalRow): Array[Key] = {
+      val row = allKeys(event)
+      val out = new Array[Key](keySlices.length)
+      var i = 0
+      while (i < out.length) {
+        if (!isNull(row, i)) { // a copy: the projection reuses its row (getBytes may hand out its buffer itself)
+          val k = keySlices(i)(row)
+          val bytes = new Array[Byte](k.getSizeInBytes)
+          k.writeToMemory(bytes, Platform.BYTE_ARRAY_OFFSET)
+          out(i) = new Key(bytes)
+        }
+        i += 1
+      }
+      out
+    }
+
+    def readsMade(event: InternalRow): Array[Boolean] = {
+      val row = allKeys(event)
+      Array.tabulate(p.reads.length)(i => !isNull(row, i))
+    }
 
     def decide(event: InternalRow, values: Array[Array[Byte]]): Array[Array[Byte]] = {
       val read = new GenericInternalRow(values.indices.map { i =>

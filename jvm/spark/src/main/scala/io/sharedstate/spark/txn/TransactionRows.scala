@@ -43,14 +43,14 @@ private[sharedstate] object TransactionRows {
       val event = new UnsafeRow(width)
       event.pointTo(o.payload, o.payload.length)
       // The outcome lists the reads that were made: the event's keys say which (the same on every run).
-      val keys = program.keys(event)
+      val readsMade = program.readsMade(event)
       val values = new Array[Any](2 + readWidths.length)
       values(0) = o.committed
       values(1) = if (o.committed) null else UTF8String.fromString(o.reason)
       var made = 0
       // A late transaction made no read (its reads are empty): every read column is null.
       readWidths.indices.foreach { i =>
-        if (keys(i) != null && made < o.reads.length) {
+        if (readsMade(i) && made < o.reads.length) {
           values(2 + i) = o.reads(made).map { bytes =>
             val r = new UnsafeRow(readWidths(i)); r.pointTo(bytes, bytes.length); r
           }.orNull

@@ -101,14 +101,18 @@ private[sharedstate] object TransactionRuns extends Logging {
         // member committed and another refused would leave the members a step apart.
         DurableStates.beforeLeasesRelease("transactions", () => running.foreach(catchUp))
         val width = program.eventSchema.length
-        val (restored, recommitted) = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
+        val resumed = StagedTransactionLog.resume(log, group, run.writer(n), sparkCommitted,
           { (time, bytes) =>
             val event = new UnsafeRow(width)
             event.pointTo(bytes, bytes.length)
             program.transaction(event, time)
           })
-        logInfo(s"Transactions ${n.name}: resumed ${run.writer(n)} from ${log.directory}: $restored transaction(s) " +
-          s"waiting again, $recommitted epoch(s) committed again")
+        // The batch Spark runs again may not run its plan (its sink committed it): its events' largest
+        // time is its watermark's, as its observed metric would have said.
+        resumed.restagedMaxTime.foreach(m => run.maxSeen(n.name) = m)
+        logInfo(s"Transactions ${n.name}: resumed ${run.writer(n)} from ${log.directory}: ${resumed.restored} " +
+          s"transaction(s) waiting again, ${resumed.recommitted} epoch(s) committed again, ${resumed.restaged} " +
+          s"staged again for batch ${sparkCommitted + 1}")
       }
     }
     runs.put(queryId, run)

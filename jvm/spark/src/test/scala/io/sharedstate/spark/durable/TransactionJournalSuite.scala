@@ -78,7 +78,7 @@ class TransactionJournalSuite extends AnyFunSuite {
     }
 
     /** A killed driver's States and group are gone; the new ones come from the tables and the staged log. */
-    def restart(sparkCommitted: Long): (Int, Int) = {
+    def restart(sparkCommitted: Long): StagedTransactionLog.Resumed = {
       outcomes ++= group.drainOutcomes()
       open()
       val resumed = StagedTransactionLog.resume(log, group, "w", sparkCommitted, (_, bytes) => txnAt(bytes))
@@ -154,6 +154,19 @@ class TransactionJournalSuite extends AnyFunSuite {
         val files = targets(plainOnly.name).writeTask(w, epoch, 0, updates(plainOnly.name))
         plainOnly.commitEpoch(w, epoch, newProgress, payload = files)
       }
+      outcomes ++= group.drainOutcomes()
+    }
+
+    /** The next epoch of `w`. */
+    def epochOf(w: String): Long = epochs(w)
+
+    /**
+     * Spark runs `epoch` of `w` again after a restart but not its plan (its sink committed the batch before
+     * the kill): no task stages or logs, the epoch is committed at `progressTo`.
+     */
+    def rerunSkipped(w: String, epoch: Long, progressTo: Long): Unit = {
+      group.commitEpoch(w, epoch, progressTo)
+      log.prune(w, epoch, group.updateProgress)
       outcomes ++= group.drainOutcomes()
     }
 
@@ -291,8 +304,9 @@ class TransactionJournalSuite extends AnyFunSuite {
       val sparkCommitted = g.logPartOfNextEpoch(second.take(10)) - 1
       val waiting = g.group.waitingTransactions
       assert(waiting > 0, s"seed $seed: transactions wait at the kill")
-      val (restored, recommitted) = g.restart(sparkCommitted)
-      assert(restored == waiting && recommitted == 1, s"seed $seed: restored $restored of $waiting")
+      val resumed = g.restart(sparkCommitted)
+      assert(resumed.restored == waiting && resumed.recommitted == 1, s"seed $seed: restored $resumed of $waiting")
+      assert(resumed.restaged == 10 - second.take(10).count(_._1.isInstanceOf[TxnEvent.Plain]), s"seed $seed: $resumed")
       g.run(second)
       g.finish()
       reference.states.zip(g.states).foreach { case (r, s) =>
@@ -302,6 +316,41 @@ class TransactionJournalSuite extends AnyFunSuite {
         s"seed $seed: outcomes")
       g.log.prune("w", Long.MaxValue, g.group.updateProgress)
       assert(g.log.epochs("w").isEmpty, "every epoch final: the staged log is empty")
+    }
+  }
+
+  test("a kill after the sink committed a batch, before Spark did: the batch's plan is skipped, its epoch restaged") {
+    def comparable(o: TransactionOutcome) = (o.id, o.time, o.committed, o.reason, o.reads.map(_.map(_.toSeq)))
+    for (seed <- 1L to 3L) {
+      val events = workload.events(seed)
+      val (first, rest) = events.zipWithIndex.splitAt(events.size / 2)
+      val (cut, second) = rest.splitAt(20)
+      val txnsOnly = cut.filter(_._1.isInstanceOf[TxnEvent.Txn])
+      val reference = new DurableGroup(seed, events)
+      reference.run(first)
+      reference.commit("w", txnsOnly)
+      reference.run(second)
+      reference.finish()
+
+      val g = new DurableGroup(seed, events)
+      g.run(first)
+      // Every task of the batch ran and logged, and its sink committed it; the kill came before Spark's
+      // commit, so no listener committed the epoch on the group.
+      g.commit("w", txnsOnly, commitIt = false)
+      val epoch = g.epochOf("w") - 1
+      val resumed = g.restart(sparkCommitted = epoch - 1)
+      assert(resumed.restaged == txnsOnly.size, s"seed $seed: $resumed")
+      assert(resumed.restagedMaxTime.contains(txnsOnly.map(_._1.time).max), s"seed $seed: $resumed")
+      // Spark runs the batch again; its sink skips it (already committed), so no task runs: the epoch
+      // commits at the progress the batch's events give.
+      g.rerunSkipped("w", epoch, g.progressOf("w"))
+      g.run(second)
+      g.finish()
+      reference.states.zip(g.states).foreach { case (r, s) =>
+        assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
+      }
+      assert(g.outcomes.map(comparable).sortBy(_._1) == reference.outcomes.map(comparable).sortBy(_._1),
+        s"seed $seed: outcomes")
     }
   }
 
@@ -342,6 +391,7 @@ class TransactionJournalSuite extends AnyFunSuite {
       }
       assert(failedAt >= 0, s"seed $seed: the armed failure happened")
       g.finish()
+      assertSame(g.states, g.recovered(snapshots = false), EventTime.PlusInfinity, s"seed $seed: rebuilt alone")
       reference.states.zip(g.states).foreach { case (r, s) =>
         assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
       }

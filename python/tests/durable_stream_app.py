@@ -12,6 +12,7 @@ State's answers at PROBES_JSON, its progress) and exits.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,8 @@ def main(workdir: Path, name: str, expected_rows: int, probes: list[str]) -> Non
             "spark.sql.shuffle.partitions": "2",
             # the restart after kill -9 takes the root over once the dead lease runs out
             "spark.sharedstate.owner.lease": "5 seconds",
+            # more settings from the test (e.g. snapshot rounds on change)
+            **json.loads(os.environ.get("DURABLE_APP_CONF", "{}")),
         },
     )
     state = ss.State.create(spark, name, key="ad_id STRING", value="campaign STRING", partitions=3)

@@ -29,9 +29,20 @@ def output_batches(workdir: Path) -> int:
     return len([p for p in meta.iterdir() if p.name.isdigit()]) if meta.is_dir() else 0
 
 
+def snapshot_commits(workdir: Path, name: str) -> int:
+    log = workdir / "root" / name / "snapshots" / "_delta_log"
+    return len(list(log.glob("*.json"))) if log.is_dir() else 0
+
+
 @pytest.mark.slow
-def test_kill_9_of_the_driver_mid_stream_then_restart_equals_the_oracle(workdir):
+@pytest.mark.parametrize("rounds_on_change", [False, True], ids=["no-rounds", "rounds-running"])
+def test_kill_9_of_the_driver_mid_stream_then_restart_equals_the_oracle(workdir, monkeypatch, rounds_on_change):
+    """rounds-running: a snapshot round starts after every commit that applied an update
+    (spark.sharedstate.snapshot.afterUpdates = 1), so rounds run back to back in the background and
+    the kill lands in or between them; the restart recovers from what they stored and the changelog."""
     name = "killed"
+    if rounds_on_change:
+        monkeypatch.setenv("DURABLE_APP_CONF", json.dumps({"spark.sharedstate.snapshot.afterUpdates": "1"}))
     work = make_workload(seed=99, keys=15, changes_per_key=8, events=500, late_fraction=0.1)
     write_batches(workdir / "updates", work.update_batches)
     write_batches(workdir / "events", work.event_batches)
@@ -49,6 +60,11 @@ def test_kill_9_of_the_driver_mid_stream_then_restart_equals_the_oracle(workdir)
             assert first.poll() is None, "the application ended before it could be killed"
             assert time.monotonic() < deadline, "no progress before the kill"
             time.sleep(0.2)
+        if rounds_on_change:  # the first application stored rounds before it was killed
+            while snapshot_commits(workdir, name) < 3:
+                assert first.poll() is None, "the application ended before it could be killed"
+                assert time.monotonic() < deadline, "no snapshot round before the kill"
+                time.sleep(0.2)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
     finally:

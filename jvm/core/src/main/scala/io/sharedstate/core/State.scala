@@ -959,6 +959,23 @@ final class State(val spec: StateSpec) {
     stepRejected.add(r)
   }
 
+  /**
+   * At recovery, before the State is in use: rejections it made before a restart that the replay did not
+   * make again (a snapshot held their partitions' updates), counted and logged ahead of the replay's as
+   * they were first, not journaled again.
+   */
+  private[sharedstate] def restoreRejected(earlier: Seq[RejectedUpdate]): Unit =
+    if (earlier.nonEmpty) {
+      val replayed = rejectedLog.asScala.toVector
+      rejectedLog.clear()
+      rejectedLogBytes.set(0L)
+      rejectedCount.addAndGet(earlier.size.toLong)
+      (earlier.iterator ++ replayed.iterator).take(spec.rejectedLogCap).foreach { r =>
+        rejectedLog.add(r)
+        rejectedLogBytes.addAndGet(MemoryEstimate.rejected(r))
+      }
+    }
+
   private def drainStepRejected(): Seq[RejectedUpdate] =
     if (stepRejected.isEmpty) Nil else Iterator.continually(stepRejected.poll()).takeWhile(_ != null).toVector
 

@@ -57,13 +57,16 @@ private[sharedstate] final class RejectedTable private (val path: String, conf: 
     table.getLatestSnapshot(engine).getLatestTransactionVersion(engine, TxnApp).toScala.map(_.longValue).getOrElse(-1L)
 
   /** Every rejection, in the order the State rejected them. */
-  def readAll(): Seq[RejectedUpdate] =
+  def readAll(): Seq[RejectedUpdate] = readWithEvents().map(_._2)
+
+  /** Every rejection with the journal event it was rejected in, in the order the State rejected them. */
+  def readWithEvents(): Seq[(Long, RejectedUpdate)] =
     KernelTables.scan(engine, table.getLatestSnapshot(engine), None, schema) { row =>
       val r = new KernelTables.Named(row)
       ((r.long(CommitSeq), r.int(Seq_)),
         RejectedUpdate(r.binary(Key), r.longOrNull(Timestamp), r.binary(Value), r.string(Reason), r.string(Writer),
           r.long(Epoch), r.long(UpdateProgress)))
-    }.sortBy(_._1).map(_._2)
+    }.sortBy(_._1).map { case ((seq, _), r) => seq -> r }
 }
 
 private[sharedstate] object RejectedTable {

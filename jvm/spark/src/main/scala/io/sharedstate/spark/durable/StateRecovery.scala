@@ -86,6 +86,10 @@ private[sharedstate] object StateRecovery {
       val last = table.lastEvent
       val missing = replayed.rejections.filter(_._1 > last)
       if (missing.nonEmpty) table.append(missing, Some(missing.map(_._1).max))
+      // A partition's snapshot holds its updates up to its last event, so the replay skips them and
+      // never rejects them again: the table's rejections the replay did not make are counted and logged
+      // as the State had them before the restart (its metrics and rejected log match the table).
+      state.restoreRejected(notReplayed(table.readWithEvents().filter(_._1 <= last), replayed.rejections))
     }
     Recovered(replayed.lastSeq + 1, version, replayed.rejections, filesRead.get,
       restored.zipWithIndex.collect { case (Some((_, _, chain)), p) => p -> chain }.toMap)
@@ -107,6 +111,23 @@ private[sharedstate] object StateRecovery {
       if (p < holdsUpTo.size && rebuilds(p) && holdsUpTo(p) < through) {
         throw StateIntegrity.snapshotsTrimmedPast(name, snapshots.fold("(not read)")(_.path), log.path, p, through,
           Option.when(holdsUpTo(p) >= 0)(holdsUpTo(p)))
+      }
+    }
+  }
+
+  // The rejections of `held` (the table's, with their events) that `replayed` does not hold, each
+  // matched once by event, writer, epoch, reason, key and time; in the table's order.
+  private def notReplayed(held: Seq[(Long, RejectedUpdate)],
+      replayed: Seq[(Long, RejectedUpdate)]): Seq[RejectedUpdate] = {
+    def id(e: Long, r: RejectedUpdate) =
+      (e, r.writer, r.epoch, r.reason, Option(r.key).map(java.nio.ByteBuffer.wrap), Option(r.time))
+    val counts = scala.collection.mutable.HashMap.empty[Any, Int]
+    replayed.foreach { case (e, r) => counts(id(e, r)) = counts.getOrElse(id(e, r), 0) + 1 }
+    held.flatMap { case (e, r) =>
+      val k = id(e, r)
+      counts.get(k) match {
+        case Some(n) if n > 0 => counts(k) = n - 1; None
+        case _ => Some(r)
       }
     }
   }

@@ -36,6 +36,16 @@ class StateRecoverySuite extends AnyFunSuite {
       files.count(_.partition >= 0)
     }
 
+    /** Commits epoch `e` with `late` updates below U (times 0, 1, ...: rejected) and `onTime` ones at e*100+i. */
+    def epochWithLate(e: Long, late: Int, onTime: Int): Unit = {
+      val b = new UpdateBatch
+      (0 until late).foreach(i => b.add(s"k$i".getBytes, i.toLong, s"late$e-$i".getBytes))
+      (0 until onTime).foreach(i => b.add(s"k$i".getBytes, e * 100L + i, s"v$e-$i".getBytes))
+      val files = target.writeTask("w", e, 0, b)
+      state.stage("w", e, 0, b)
+      state.commitEpoch("w", e, e * 100L, payload = files)
+    }
+
     // retained = 10: one round never reaches retention, which is the part of the snapshotter that needs Spark
     def snapshot(): SnapshotRound =
       new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
@@ -71,6 +81,23 @@ class StateRecoverySuite extends AnyFunSuite {
     assert(StateRecovery.replay(fromChangelog, d.log, None, None).dataFilesRead == history + tail)
     assertSameAnswers(d.state, fromChangelog)
     assert(recovered.nextSeq == StateRecovery.replay(new State(spec), d.log, None, None).nextSeq)
+  }
+
+  test("rejections a snapshot's partitions hold are counted and logged again after recovery, in their order") {
+    val d = new Durable
+    (0L until 3L).foreach(e => d.epoch(e, keys = 10))
+    d.epochWithLate(3L, late = 3, onTime = 2)
+    d.snapshot() // holds epoch 3's updates: the replay does not reject its late ones again
+    d.epochWithLate(4L, late = 2, onTime = 1)
+    assert(d.state.metrics.updatesRejected == 5)
+
+    val s = new State(spec)
+    StateRecovery.replay(s, d.log, Some(d.snapshots), Some(d.rejected))
+    def seen(st: State) = st.rejectedUpdates.map(r => (new String(r.key, "UTF-8"), r.time, r.reason, r.epoch))
+    assert(s.metrics.updatesRejected == 5)
+    assert(seen(s) == seen(d.state))
+    assert(d.rejected.readAll().size == 5) // the table holds each once: recovery wrote nothing twice
+    assertSameAnswers(d.state, s)
   }
 
   test("a snapshot with nothing after it reads no changelog file; a second snapshot moves the start of the tail") {

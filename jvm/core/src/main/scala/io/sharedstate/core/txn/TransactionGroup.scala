@@ -57,6 +57,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
   @volatile private var decidedHook: TransactionGroup.Decided = null // set: outcomes go there, not to the queues
   @volatile private var stepRecord: TransactionGroup.StepRecord = null
+  private val resuming = mutable.HashSet.empty[String] // writers U waits for (holdUntilResumed)
   // A final State (U = +infinity: every writer finished, e.g. a bulk load) would make every transaction
   // late, and reopening it inside a group would move one U back for all members: refused, naming it.
   private val finalMembers = states.filter(_.updateProgress == EventTime.PlusInfinity).map(_.name)
@@ -248,6 +249,21 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     }
   }
 
+  /**
+   * After a restart, before any progress event of a member: U stays where it is until each of `writers`
+   * is [[resumed]]. Their transactions that the members committed before the kill and that wait for U
+   * are known to the group only once the caller gives them back ([[restoreCommitted]], from its own
+   * log); until then any progress event (the writer registering again, a plain writer's commit) could
+   * move U past them with nothing to apply, losing their effects though their outcomes were decided.
+   */
+  def holdUntilResumed(writers: Iterable[String]): Unit = underLock { resuming ++= writers }
+
+  /** `writer`'s transactions are back (see [[holdUntilResumed]]): once no writer is held, U moves again. */
+  def resumed(writer: String): Unit = {
+    underLock { if (resuming.remove(writer)) advance() }
+    drainPendingFetches()
+  }
+
   // ---- results ----
 
   /** The outcomes that became final since the last call, in (time, id) order. */
@@ -281,7 +297,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 
   private[core] def advance(): Unit = underLock {
     val newU = states.map(_.writersProgress).min
-    if (newU > u) {
+    if (newU > u && resuming.isEmpty) {
       val (ready, later) = waiting.partition(_._2.time < newU)
       if (ready.isEmpty) {
         journalStep(states.filter(_.journaled).map(_ -> GroupAdvance(newU, IndexedSeq.empty)))

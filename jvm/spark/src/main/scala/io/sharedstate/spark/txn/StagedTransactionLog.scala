@@ -2,7 +2,7 @@ package io.sharedstate.spark.txn
 
 import io.sharedstate.core.txn.{Transaction, TransactionBatch, TransactionGroup}
 import java.io.{DataInputStream, DataOutputStream}
-import java.net.URLEncoder
+import java.net.{URLDecoder, URLEncoder}
 import java.nio.charset.StandardCharsets
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.util.SerializableConfiguration
@@ -42,6 +42,21 @@ private[sharedstate] final class StagedTransactionLog(val directory: String, con
     val fs = dir.getFileSystem(conf.value)
     if (!fs.exists(dir)) Nil
     else fs.listStatus(dir).filter(_.isDirectory).flatMap(s => s.getPath.getName.toLongOption).toSeq.sorted
+  }
+
+  /** The writers with epochs kept. */
+  def writers: Seq[String] = {
+    val dir = new Path(directory)
+    val fs = dir.getFileSystem(conf.value)
+    if (!fs.exists(dir)) Nil
+    else fs.listStatus(dir).toSeq.filter(_.isDirectory).map(s =>
+      URLDecoder.decode(s.getPath.getName, StandardCharsets.UTF_8))
+  }
+
+  /** The largest transaction time `writer` logged in `epoch` (from the file names), if any task logged one. */
+  def maxTime(writer: String, epoch: Long): Option[Long] = {
+    val dir = epochDir(writer, epoch)
+    taskFiles(dir.getFileSystem(conf.value), dir).map(_._2).filter(_ != Long.MinValue).maxOption
   }
 
   /** The tasks of `epoch` of `writer`, by task id, each with its (time, event row bytes) in order. */
@@ -92,6 +107,24 @@ private[sharedstate] object StagedTransactionLog {
   def under(root: String, group: String, conf: SerializableConfiguration): StagedTransactionLog =
     new StagedTransactionLog(new Path(new Path(root, "_transactions"), group).toString, conf)
 
+  /**
+   * When a group with a durable member is created (a new driver, members rebuilt from their journals):
+   * holds its U ([[TransactionGroup.holdUntilResumed]]) until each writer registered on a member that
+   * logged a transaction at or above U has been resumed ([[resume]] releases it). A progress event
+   * before that, even the writer registering again, would move U past the transactions the members
+   * committed and only the log still holds (a kill after a step was decided, before it was journaled:
+   * U had lagged the writer's progress, held by a plain writer whose commit the kill cut off from its
+   * step). Returns the writers held.
+   */
+  def holdForResume(log: StagedTransactionLog, group: TransactionGroup): Seq[String] = {
+    val u = group.updateProgress
+    val held = log.writers.filter { w =>
+      group.states.exists(_.writerProgress(w).isDefined) && log.epochs(w).exists(e => log.maxTime(w, e).exists(_ >= u))
+    }
+    group.holdUntilResumed(held)
+    held
+  }
+
   /** What [[resume]] gave back: transactions waiting again, epochs committed again, and Spark's next batch. */
   final case class Resumed(restored: Int, recommitted: Int, restaged: Int, restagedMaxTime: Option[Long])
 
@@ -108,7 +141,8 @@ private[sharedstate] object StagedTransactionLog {
    * batch id), so its tasks never stage again and its epoch would commit empty, losing every
    * transaction of it. Staged from the log, a task that does run again replaces its attempt as a
    * retried task does (a batch the kill cut, some tasks logged, is run again whole: its sink cannot
-   * have committed it). `rebuild` makes a transaction from its time and event row bytes.
+   * have committed it). `rebuild` makes a transaction from its time and event row bytes. At the end the
+   * group's U moves again if [[holdForResume]] held it for this writer.
    */
   def resume(log: StagedTransactionLog, group: TransactionGroup, writer: String, sparkCommitted: Long,
       rebuild: (Long, Array[Byte]) => Transaction): Resumed = {
@@ -131,11 +165,14 @@ private[sharedstate] object StagedTransactionLog {
       }
     }
     val next = sparkCommitted + 1
-    if (next > committed && epochs.contains(next)) {
-      val tasks = batches(next)
-      tasks.foreach { case (task, b) => group.stage(writer, next, task, b) }
-      val maxTime = tasks.flatMap { case (_, b) => b.transactions.map(_.time) }.maxOption
-      Resumed(restored, recommitted, tasks.map(_._2.size).sum, maxTime)
-    } else Resumed(restored, recommitted, 0, None)
+    val resumed =
+      if (next > committed && epochs.contains(next)) {
+        val tasks = batches(next)
+        tasks.foreach { case (task, b) => group.stage(writer, next, task, b) }
+        val maxTime = tasks.flatMap { case (_, b) => b.transactions.map(_.time) }.maxOption
+        Resumed(restored, recommitted, tasks.map(_._2.size).sum, maxTime)
+      } else Resumed(restored, recommitted, 0, None)
+    group.resumed(writer)
+    resumed
   }
 }

@@ -42,8 +42,11 @@ private[sharedstate] object Transact {
     // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
     val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption
     val conf = new SerializableConfiguration(events.sparkSession.sessionState.newHadoopConf())
-    val group = TransactionGroups.of(program.states,
-      name => root.map(r => new GroupStepLog(StagedTransactionLog.under(r, name, conf).directory, conf.value)))
+    val group = TransactionGroups.of(
+      program.states,
+      name => root.map(r => new GroupStepLog(StagedTransactionLog.under(r, name, conf).directory, conf.value)),
+      name => root.map(StagedTransactionLog.under(_, name, conf))
+    )
     val log = root.map(StagedTransactionLog.under(_, group.name, conf))
     val output = toAttributes(TransactionRows.schema(program))
     val prefix = TransactionRows.name(group.name, 0).dropRight(1)

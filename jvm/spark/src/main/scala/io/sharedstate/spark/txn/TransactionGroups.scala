@@ -21,9 +21,12 @@ private[sharedstate] object TransactionGroups extends Logging {
    * The group of `states` (each must exist), created on first use. Its outcomes go to
    * [[TransactionRuns.Decisions]]. `steps`: where a group with a durable member records its steps (by
    * the group's name); a group created with it first completes the last recorded step on the members a
-   * kill left one step behind ([[TransactionGroup.completeStep]]).
+   * kill left one step behind ([[TransactionGroup.completeStep]]). `staged`: the group's staged log (by
+   * its name); a group created with it holds U until the writers with transactions logged at or above
+   * it are resumed ([[StagedTransactionLog.holdForResume]]).
    */
-  def of(states: Seq[String], steps: String => Option[GroupStepLog] = _ => None): TransactionGroup = synchronized {
+  def of(states: Seq[String], steps: String => Option[GroupStepLog] = _ => None,
+      staged: String => Option[StagedTransactionLog] = _ => None): TransactionGroup = synchronized {
     states.foreach(Coordinator.get.state) // an unknown State fails here, naming the existing ones
     Coordinator.get match {
       case _: LocalCoordinator =>
@@ -46,6 +49,11 @@ private[sharedstate] object TransactionGroups extends Logging {
             if (completed.nonEmpty) logInfo(s"Transaction group $name: completed the last step of a previous " +
               s"driver on ${completed.mkString(", ")} (a kill came between the members' journal commits)")
             g.recordSteps(log)
+          }
+          staged(name).foreach { log =>
+            val held = StagedTransactionLog.holdForResume(log, g)
+            if (held.nonEmpty) logInfo(s"Transaction group $name: U held until ${held.mkString(", ")} resume " +
+              "(transactions a previous driver's members committed wait in the staged log)")
           }
         } catch { case e: Throwable => g.close(); throw e }
         groups(name) = g

@@ -74,6 +74,7 @@ class TransactionJournalSuite extends AnyFunSuite {
       group = new TransactionGroup("mix", states)
       completed = group.completeStep(steps.last)
       group.recordSteps(steps)
+      StagedTransactionLog.holdForResume(log, group) // as TransactionGroups.of does
       group.registerWriter("w")
     }
 
@@ -350,6 +351,53 @@ class TransactionJournalSuite extends AnyFunSuite {
         assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
       }
       assert(g.outcomes.map(comparable).sortBy(_._1) == reference.outcomes.map(comparable).sortBy(_._1),
+        s"seed $seed: outcomes")
+    }
+  }
+
+  test(
+    "a kill after a step was decided, before any member journaled it: U waits for the writer's logged transactions") {
+    def comparable(o: TransactionOutcome) = (o.id, o.time, o.committed, o.reason, o.reads.map(_.map(_.toSeq)))
+    for (seed <- 1L to 3L) {
+      val events = workload.events(seed)
+      val (first, rest) = events.zipWithIndex.splitAt(events.size / 2)
+      val (cut, second) = rest.splitAt(30)
+      val txnsOnly = cut.filter(_._1.isInstanceOf[TxnEvent.Txn])
+      // The plain writer holds U below the transactional writer's progress, then its commit lets U move:
+      // the step applies the transactions waiting below the new U.
+      def plainHolds(d: DurableGroup): Unit = d.commit("p", Nil, holdProgress = true)
+      def plainFollows(d: DurableGroup): Unit = d.commit("p", Nil, progressTo = Some(d.progressOf("w")))
+      val reference = new DurableGroup(seed, events)
+      reference.run(first)
+      plainHolds(reference)
+      reference.commit("w", txnsOnly)
+      plainFollows(reference)
+      reference.run(second)
+      reference.finish()
+
+      val g = new DurableGroup(seed, events)
+      g.run(first)
+      plainHolds(g)
+      g.commit("w", txnsOnly)
+      val held = g.group.updateProgress
+      assert(held < g.progressOf("w"), s"seed $seed: the plain writer holds U below the transactional writer")
+      // The plain writer's commit is journaled; its step decides outcomes, then the kill comes before any
+      // member journals the step.
+      g.failAdvance(g.states.head.name).set(true)
+      val killed = intercept[IllegalStateException](plainFollows(g))
+      assert(killed.getMessage.startsWith("killed"))
+      val decided = g.group.drainOutcomes()
+      assert(decided.nonEmpty, s"seed $seed: the cut step decided transactions")
+      g.outcomes ++= decided
+      g.restart(sparkCommitted = g.epochOf("w") - 1)
+      assert(g.completed.isEmpty && g.states.forall(_.updateProgress >= held), s"seed $seed: ${g.completed}")
+      g.run(second)
+      g.finish()
+      reference.states.zip(g.states).foreach { case (r, s) =>
+        assert(contents(s, EventTime.PlusInfinity) == contents(r, EventTime.PlusInfinity), s"seed $seed: ${s.name}")
+      }
+      // The cut step's outcomes are decided again, the same (a durable caller keeps them once).
+      assert(g.outcomes.map(comparable).distinct.sortBy(_._1) == reference.outcomes.map(comparable).sortBy(_._1),
         s"seed $seed: outcomes")
     }
   }

@@ -22,6 +22,7 @@ point are left out.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import multiprocessing as mp
 import os
@@ -663,6 +664,9 @@ def merge(out: Path, rates: list, modes: list, warmup: float) -> None:
     parts = [json.loads(p.read_text()) for p in sorted(out.glob("part-*.json"))]
     runs = [r for p in parts for r in p["runs"]]
     ladder = [r for p in parts for r in p["ladder"]]
+    # every part's modes and rates, not only this invocation's (a part may run others)
+    modes = [m for m in MODES if m in modes or any(r["mode"] == m for r in runs)]
+    rates = sorted(set(rates) | {r["rate"] for r in runs})
     points = summarise(runs, rates, modes, ladder)
     data = {
         "commands": [p["command"] for p in parts],
@@ -671,7 +675,7 @@ def merge(out: Path, rates: list, modes: list, warmup: float) -> None:
         "setup": parts[-1]["setup"],
         "warmup_s": warmup,
         "rates": rates,
-        "runs": len({r["run"] for r in runs}),
+        "runs": max(collections.Counter((r["mode"], r["rate"]) for r in runs).values()),  # runs of a point
         "points": points,
         "ladder": ladder,
         "every_run": [{k: v for k, v in r.items() if k not in ("cdf", "timeline")} for r in runs],

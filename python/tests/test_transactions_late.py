@@ -1,8 +1,8 @@
 """Transactions at the edges of update progress: a late transaction (its time below U when its
 micro-batch commits) gets an outcome (`committed = false`, `reason = 'late'`, no reads), no effect,
-and one rejected row per key it would have written in that State's rejected log and count; a State
-made final by a bulk load (U = +infinity) cannot join a transaction group: the definition fails
-naming it and how to reopen it; nor can a durable State until transactions are journaled."""
+and one rejected row per key it would have written in that State's rejected log and count (the
+rejected table of a durable State); a State made final by a bulk load (U = +infinity) cannot join a
+transaction group: the definition fails naming it and how to reopen it."""
 
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ def _deposits(spark, state: str, source) -> object:
     )
 
 
-def test_a_late_transaction_has_a_late_outcome_no_effect_and_a_rejected_row(spark, workdir, state_name):
-    state = ss.State.create(spark, state_name, key="id STRING", value="balance BIGINT", partitions=2)
+@pytest.mark.parametrize("durable", [False, True], ids=["in-memory", "durable"])
+def test_a_late_transaction_has_a_late_outcome_no_effect_and_a_rejected_row(spark, workdir, state_name, durable):
+    root = {"root": str(workdir / "root")} if durable else {}
+    state = ss.State.create(spark, state_name, key="id STRING", value="balance BIGINT", partitions=2, **root)
     # One file per micro-batch, lateness 0: after the first batch U is 200 s, so event 3 (50 s) in the
     # second batch is late; the sentinel (10 000 s) moves U past 300 s and has no outcome itself.
     batches = [
@@ -94,14 +96,3 @@ def test_a_state_final_after_a_bulk_load_cannot_join_a_group(spark, workdir, sta
         _deposits(spark, state_name, workdir / "in")
     message = str(e.value)
     assert state_name in message and "final" in message and "reopens it at its last finite U" in message, message
-
-
-def test_a_durable_state_joins_a_group_only_when_durable_transactions_are_on(spark, workdir, state_name):
-    ss.State.create(
-        spark, state_name, key="id STRING", value="balance BIGINT", partitions=2, root=str(workdir / "root")
-    )
-    write_batches(workdir / "in", [_events([(1, "a", 10, 100)])])
-    with pytest.raises(ss.SharedStateError) as e:
-        _deposits(spark, state_name, workdir / "in")
-    message = str(e.value)
-    assert state_name in message and "durable" in message and "spark.sharedstate.transactions.durable" in message

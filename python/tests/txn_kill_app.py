@@ -31,7 +31,6 @@ def main(workdir: Path, app: str, seed: int) -> None:
             "spark.sharedstate.root": str(workdir / "root"),
             "spark.sql.shuffle.partitions": "2",
             "spark.sharedstate.owner.lease": "5 seconds",  # the restart takes the dead driver's root over
-            "spark.sharedstate.transactions.durable": "true",
         },
     )
     work = workload(app, seed)

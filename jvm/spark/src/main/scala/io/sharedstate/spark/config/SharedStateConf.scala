@@ -116,14 +116,6 @@ private[sharedstate] object SharedStateConf {
   val ElasticityPreCopy: Entry[Boolean] = Entry("spark.sharedstate.elasticity.preCopy", "true",
     "pre-copy partitions before a live move's fence")(boolean)
 
-  /**
-   * Lets durable States (a root) join transactional queries. Off by default: the journal, staged log
-   * and checkpointed outcomes are built and pass the driver-kill test on SL, OB and TP, but one case
-   * (GS, docs/transactions.md Limits) still loses outcomes after a restart in some runs.
-   */
-  val TransactionsDurable: Entry[Boolean] = Entry("spark.sharedstate.transactions.durable", "false",
-    "let durable States join transactional queries (experimental)")(boolean)
-
   /** Session setting naming the State a query (by its name) publishes its state store to. */
   val StateStorePublishPrefix: String = "spark.sharedstate.statestore.publish."
 
@@ -163,7 +155,6 @@ private[sharedstate] object SharedStateConf {
     StateStorePublish,
     RebalanceOnExecutorAdded,
     ElasticityPreCopy,
-    TransactionsDurable,
     RealtimeFetchTimeout,
     RealtimeFlushInterval,
     RealtimeDeliveryLanes

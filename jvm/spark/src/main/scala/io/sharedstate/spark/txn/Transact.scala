@@ -1,7 +1,7 @@
 package io.sharedstate.spark.txn
 
 import io.sharedstate.spark.cluster.Coordinator
-import io.sharedstate.spark.config.{Intervals, SharedStateConf}
+import io.sharedstate.spark.config.Intervals
 import io.sharedstate.spark.durable.DurableStates
 import io.sharedstate.spark.rows.{ProgressTicks, StateSchemas}
 
@@ -32,12 +32,6 @@ private[sharedstate] object Transact {
     val program = TransactionProgram.compile(events.schema, reads, condition, writes,
       state => StateSchemas.of(Coordinator.get.state(state).spec), logic)
     val latenessMicros = Option(lateness).map(Intervals.parseMicros("lateness", _)).getOrElse(0L)
-    val durable = program.states.filter(s => DurableStates.rootOf(s).isDefined)
-    if (durable.nonEmpty && !SharedStateConf.TransactionsDurable.read(events.sparkSession))
-      throw new SharedStateException(
-        s"Transaction: State(s) ${durable.mkString(", ")} are durable (a root). Durable transactional groups are " +
-          s"experimental: set ${SharedStateConf.TransactionsDurable.key}=true to use them (one driver-kill case " +
-          "still loses outcomes, docs/transactions.md Limits), or use in-memory States (no root).")
     // With a durable member, the group keeps its steps and the tasks their staged batches under its root
     // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
     val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption

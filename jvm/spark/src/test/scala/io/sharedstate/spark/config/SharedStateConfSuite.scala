@@ -20,7 +20,6 @@ class SharedStateConfSuite extends AnyFunSuite {
     assert(!SharedStateConf.StateStorePublish.read(conf))
     assert(SharedStateConf.RebalanceOnExecutorAdded.read(conf))
     assert(SharedStateConf.ElasticityPreCopy.read(conf))
-    assert(!SharedStateConf.TransactionsDurable.read(conf))
     assert(SharedStateConf.RealtimeFlushInterval.read(conf) == 5L)
     assert(!SharedStateConf.RealtimeDeliveryLanes.read(conf))
   }
@@ -46,8 +45,7 @@ class SharedStateConfSuite extends AnyFunSuite {
         (SharedStateConf.HostWaitTimeout, "a while", "duration"),
         (SharedStateConf.StateStorePublish, "yes", "true or false"),
         (SharedStateConf.RealtimeDeliveryLanes, "on", "true or false"),
-        (SharedStateConf.ElasticityPreCopy, "always", "true or false"),
-        (SharedStateConf.TransactionsDurable, "maybe", "true or false")
+        (SharedStateConf.ElasticityPreCopy, "always", "true or false")
       )) {
       val e = intercept[SharedStateException](entry.fromText(bad))
       assert(e.getMessage.contains(entry.key) && e.getMessage.contains(says), e.getMessage)

@@ -3,7 +3,7 @@ package io.sharedstate.spark.changes
 import io.sharedstate.spark.cluster.{StateAccess, StateClient, StateController}
 import io.sharedstate.spark.rows.StateSchemas
 
-import io.sharedstate.core.{ChangeSubscription, SharedStateException}
+import io.sharedstate.core.ChangeSubscription
 import org.apache.spark.sql.connector.read.InputPartition
 import org.apache.spark.sql.connector.read.streaming.{
   ContinuousPartitionReaderFactory,
@@ -46,16 +46,9 @@ private[sharedstate] final class ChangeContinuousStream(state: StateController, 
   override def planInputPartitions(start: Offset): Array[InputPartition] =
     start.asInstanceOf[ChangePositions].positions match {
       case Seq(merged) if merged.partition == ChangePosition.Merged =>
-        ChangeStreams.subscription(state, subscription, merged.from) match {
-          case Some(sub) =>
-            subscription = sub
-            Array(ChangeFeedTail(state.name, sub.id, merged, ChangeContinuousStream.WaitMs))
-          case None if merged.index == 0 && merged.from == merged.until => // a fresh start: any plan fits
-            perHost(hostGroups(merged.from))
-          case None => throw new SharedStateException(s"The continuous change stream of State '${state.name}' " +
-              "was checkpointed in local mode (one merged reader) and cannot resume mid-range in a cluster; restart " +
-              "it with a new checkpointLocation.")
-        }
+        val (kept, partitions) = ChangeStreams.mergedPlan(state, subscription, merged, "continuous", perHost)
+        subscription = kept
+        partitions
       case positions if positions.forall(_.group.nonEmpty) => perHost(positions)
       // A checkpoint written by per-partition readers: keep reading per partition.
       case positions => perPartition(positions)

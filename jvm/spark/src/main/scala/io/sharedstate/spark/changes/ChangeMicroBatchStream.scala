@@ -95,16 +95,9 @@ private[sharedstate] final class ChangeMicroBatchStream(protected val state: Sta
     }
     positions match {
       case Seq(merged) if merged.partition == ChangePosition.Merged =>
-        ChangeStreams.subscription(state, subscription, merged.from) match {
-          case Some(sub) =>
-            subscription = sub
-            Array(ChangeFeedTail(state.name, sub.id, merged, ChangeContinuousStream.WaitMs))
-          case None if merged.index == 0 && merged.from == merged.until => // a fresh start: any plan fits
-            realtimePerHost(ChangeMicroBatchStream.hostGroups(state.name, merged.from))
-          case None => throw new SharedStateException(s"The real-time change stream of State '${state.name}' was " +
-              "checkpointed in local mode (one merged reader) and cannot resume mid-range in a cluster; restart it " +
-              "with a new checkpointLocation.")
-        }
+        val (kept, partitions) = ChangeStreams.mergedPlan(state, subscription, merged, "real-time", realtimePerHost)
+        subscription = kept
+        partitions
       case ps if ps.forall(_.group.nonEmpty) => realtimePerHost(ps)
       case ps => perPartition(ps) // a checkpoint of per-partition readers
     }

@@ -3,7 +3,8 @@ package io.sharedstate.spark.changes
 import io.sharedstate.spark.cluster.{StateAccess, StateController}
 import io.sharedstate.spark.config.ReadOptions
 
-import io.sharedstate.core.{ChangeSubscription, EventTime}
+import io.sharedstate.core.{ChangeSubscription, EventTime, SharedStateException}
+import org.apache.spark.sql.connector.read.InputPartition
 
 /** What the micro-batch and continuous change streams share: their reader registration, F and subscription. */
 private[sharedstate] object ChangeStreams {
@@ -28,6 +29,23 @@ private[sharedstate] object ChangeStreams {
     else {
       if (current != null) current.close()
       state.subscribeChanges(from)
+    }
+
+  /**
+   * The input partitions of a merged position (a local-mode checkpoint) for the `mode` change stream
+   * ("continuous", "real-time"): the tail of the stream's subscription, with the subscription to keep
+   * (`current` when none); on a fresh start in a cluster, `perHost`'s partitions over the hosts' groups.
+   * A local-mode checkpoint cannot resume mid-range in a cluster.
+   */
+  def mergedPlan(state: StateController, current: ChangeSubscription, merged: ChangePosition, mode: String,
+      perHost: Seq[ChangePosition] => Array[InputPartition]): (ChangeSubscription, Array[InputPartition]) =
+    subscription(state, current, merged.from) match {
+      case Some(sub) => (sub, Array(ChangeFeedTail(state.name, sub.id, merged, ChangeContinuousStream.WaitMs)))
+      case None if merged.index == 0 && merged.from == merged.until => // a fresh start: any plan fits
+        (current, perHost(ChangeMicroBatchStream.hostGroups(state.name, merged.from)))
+      case None => throw new SharedStateException(s"The $mode change stream of State '${state.name}' was " +
+          "checkpointed in local mode (one merged reader) and cannot resume mid-range in a cluster; restart it " +
+          "with a new checkpointLocation.")
     }
 
   /**

@@ -27,7 +27,7 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def ts(seconds: Long) = new Timestamp(seconds * 1000)
   private val dir = Files.createTempDirectory("realtime").toString
 
-  private def waitFor(what: String, timeoutS: Int = 60)(cond: => Boolean): Unit = {
+  private def waitFor(what: => String, timeoutS: Int = 60)(cond: => Boolean): Unit = {
     val deadline = System.nanoTime() + timeoutS * 1000000000L
     while (!cond) {
       if (System.nanoTime() > deadline) fail(s"timed out waiting for $what")
@@ -128,7 +128,12 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     reader.stop()
     writer.stop()
     // ... given back when the tasks end, for later tasks to reuse
-    lanes.foreach(l => waitFor("the lanes given back")(l.flushLanesInUse == 0 && l.fetchLanesInUse == 0))
+    lanes.foreach(l =>
+      waitFor(s"the lanes given back (${l.flushLanesInUse} flush, ${l.fetchLanesInUse} fetch held; " +
+        Thread.getAllStackTraces.asScala.filter(e =>
+          e._1.getName.contains("sharedstate") || e._1.getName.contains("Executor task"))
+          .map(e => e._1.getName + ": " + e._2.take(12).mkString(" < ")).mkString("\n") + ")")(
+        l.flushLanesInUse == 0 && l.fetchLanesInUse == 0))
     // the query listener pauses them (it hears of the stop asynchronously)
     waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))
   }
@@ -158,29 +163,34 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
         Thread.sleep(25)
       }
       assert(idle.progress.updateProgress == 29L * 1000000)
-      // Input comes back: an update below U is late (rejected), later ones make each partition hold U again
-      // (partition 0 went idle too by now), so U is their minimum.
-      idleUpdates.addData(0, Seq(("a", ts(60), "c6")))
-      idleUpdates.addData(1, Seq(("b", ts(20), "late"), ("b", ts(50), "c5")))
-      // From here both partitions must stay active for the checks of U, however slow the machine: each
-      // wait feeds them rows (other keys) at their current times every half second, well within 3 s.
+      // Input comes back. A paused writer rejoins at the current U (it never moves U back), so partition 1
+      // comes first: its update below U is late (rejected), the other moves U to its watermark (49 s).
+      // From here the partitions with input must stay active for the checks of U, however slow the machine:
+      // each wait feeds them rows (other keys) at their current times every half second, well within 3 s.
       var beats = 0
-      def waitActive(what: String, p1Time: Long)(cond: => Boolean): Unit = {
+      def waitActive(what: String, p0Time: Option[Long], p1Time: Long)(cond: => Boolean): Unit = {
         var next = 0L
-        waitFor(what) {
+        waitFor(s"$what (U ${idle.progress.updateProgress}, writers ${idle.writers})") {
           if (System.nanoTime() > next) {
             beats += 1
-            idleUpdates.addData(0, Seq((s"hb0-$beats", ts(60), "hb")))
+            p0Time.foreach(t => idleUpdates.addData(0, Seq((s"hb0-$beats", ts(t), "hb"))))
             idleUpdates.addData(1, Seq((s"hb1-$beats", ts(p1Time), "hb")))
             next = System.nanoTime() + 500L * 1000000
           }
           cond
         }
       }
-      waitActive("both partitions active again", 50)(Seq(0, 1).forall(p => status(idle, p).exists(_.status == "active")))
-      waitActive("U at 49 s, the minimum again", 50)(idle.progress.updateProgress == 49L * 1000000)
+      idleUpdates.addData(1, Seq(("b", ts(20), "late"), ("b", ts(50), "c5")))
+      waitActive("partition 1 active again, U at 49 s", None, 50)(
+        status(idle, 1).exists(_.status == "active") && idle.progress.updateProgress == 49L * 1000000)
+      // Partition 0 rejoins ahead of it: U is their minimum, partition 1's 49 s ...
+      idleUpdates.addData(0, Seq(("a", ts(60), "c6")))
+      waitActive("partition 0 active again at 59 s", Some(60), 50)(status(idle, 0).exists(_.progress == 59L * 1000000))
+      assert(status(idle, 0).map(_.status).contains("active") && idle.progress.updateProgress == 49L * 1000000,
+        idle.writers)
+      // ... until partition 1 passes partition 0: U is then partition 0's watermark.
       idleUpdates.addData(1, Seq(("b", ts(80), "c8")))
-      waitActive("U at 59 s, partition 0's watermark", 80)(idle.progress.updateProgress == 59L * 1000000)
+      waitActive("U at 59 s, partition 0's watermark", Some(60), 80)(idle.progress.updateProgress == 59L * 1000000)
       def asOf(t: String) = idle.asOf(t).collect().map(r => (r.getString(0), r.getString(1)))
         .filterNot(_._1.startsWith("hb")).sortBy(_._1).toSeq
       assert(asOf("1970-01-01 00:00:25") == Seq(("a", "c1")))

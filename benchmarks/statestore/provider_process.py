@@ -53,7 +53,16 @@ def rss(pid: int) -> dict:
 
 
 def du(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    total = 0
+    for f in path.rglob("*"):
+        # A stopped query's last task or the provider's maintenance thread may still rename or delete
+        # a temp file between the listing and its stat: it is no longer part of the checkpoint.
+        try:
+            if f.is_file():
+                total += f.stat().st_size
+        except FileNotFoundError:
+            continue
+    return total
 
 
 def as_dict(progress) -> dict:

@@ -48,8 +48,27 @@ private[sharedstate] final class RealtimeLanes private (stateName: String) {
     if (id >= 0) Some(inbox.inputLane(id)) else None
   }
 
-  /** Gives a lane back once its updater waited for its last message ([[Drain]]). */
-  def release(lane: Lane[Message]): Unit = flushSlots.release(lane.id)
+  /**
+   * Waits until the reader applied every message sent on `lane` so far, then gives the lane back. A
+   * stopped query interrupts its tasks while they wait here: the wait goes on (the reader commits in
+   * bounded time), the lane is given back in any case and the interrupt flag is set again; a wait that
+   * gave up at the interrupt would keep the lane held for good.
+   */
+  def drainAndRelease(lane: Lane[Message]): Unit = {
+    var interrupted = false
+    try {
+      val done = new CompletableFuture[Void]()
+      lane.send(Drain(done))
+      var waiting = true
+      while (waiting) {
+        try { done.get(); waiting = false }
+        catch { case _: InterruptedException => interrupted = true }
+      }
+    } finally {
+      flushSlots.release(lane.id)
+      if (interrupted) Thread.currentThread().interrupt()
+    }
+  }
 
   /** Lanes held now by updaters and by fetching tasks. */
   def flushLanesInUse: Int = flushSlots.inUse

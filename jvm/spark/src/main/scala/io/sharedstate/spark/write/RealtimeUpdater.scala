@@ -6,7 +6,7 @@ import io.sharedstate.spark.durable.ChangelogTarget
 
 import io.sharedstate.core.{EventTime, RejectedUpdate, SharedStateException, UpdateBatch}
 import io.sharedstate.delivery.Lane
-import java.util.concurrent.{CompletableFuture, ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{ForeachWriter, Row}
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
@@ -109,17 +109,10 @@ private[sharedstate] final class RealtimeUpdater(
       if (failed == null && errorOrNull == null && writer != null) synchronized(flush())
     } finally synchronized {
         // Flushes still in the lane commit before the task ends, failed or not: a replay must see them.
-        // A stopped query interrupts its tasks here: the wait goes on (the reader commits in bounded time)
-        // and the lane is given back in any case; an interrupted wait that gave up would keep it forever.
         if (lane != null) {
-          try {
-            val done = new CompletableFuture[Void]()
-            lane.send(RealtimeLanes.Drain(done))
-            RealtimeUpdater.awaitUninterruptibly(done)
-          } finally {
-            RealtimeLanes.of(stateName).release(lane)
-            lane = null
-          }
+          val held = lane
+          lane = null
+          RealtimeLanes.of(stateName).drainAndRelease(held)
         }
       }
     if (failed != null) throw failed
@@ -150,17 +143,6 @@ private[sharedstate] final class RealtimeUpdater(
 }
 
 private[sharedstate] object RealtimeUpdater {
-
-  /** Waits for `done` through interrupts, then sets the thread's interrupt flag again if there was one. */
-  private def awaitUninterruptibly(done: CompletableFuture[Void]): Unit = {
-    var interrupted = false
-    var waiting = true
-    while (waiting) {
-      try { done.get(); waiting = false }
-      catch { case _: InterruptedException => interrupted = true }
-    }
-    if (interrupted) Thread.currentThread().interrupt()
-  }
 
   /** The options bound to the rows' schema, and the converter from external rows. */
   private final class Bound(val options: UpdateOptions, val binder: RowBinder,

@@ -129,10 +129,7 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
     writer.stop()
     // ... given back when the tasks end, for later tasks to reuse
     lanes.foreach(l =>
-      waitFor(s"the lanes given back (${l.flushLanesInUse} flush, ${l.fetchLanesInUse} fetch held; " +
-        Thread.getAllStackTraces.asScala.filter(e =>
-          e._1.getName.contains("sharedstate") || e._1.getName.contains("Executor task"))
-          .map(e => e._1.getName + ": " + e._2.take(12).mkString(" < ")).mkString("\n") + ")")(
+      waitFor(s"the lanes given back (${l.flushLanesInUse} flush, ${l.fetchLanesInUse} fetch held)")(
         l.flushLanesInUse == 0 && l.fetchLanesInUse == 0))
     // the query listener pauses them (it hears of the stop asynchronously)
     waitFor("both partition writers paused")(state.writers.forall(_.status == "paused"))

@@ -342,14 +342,28 @@ final class State(val spec: StateSpec) {
         else status(i - from) = NotYet
         i += 1
       }
-      // Stage 1: every key's slot in its partition's table.
+      // Stage 1: every key's home slot asked for (a tight loop, many misses in flight), then every key's
+      // slot in its partition's table.
+      i = from
+      while (i < until) {
+        val j = i - from
+        if (status(j) == Asked) parts(partOf(j)).touchHome(lookups, requests(i).key)
+        i += 1
+      }
       i = from
       while (i < until) {
         val j = i - from
         if (status(j) == Asked) parts(partOf(j)).start(lookups, j, requests(i).key)
         i += 1
       }
-      // Stage 2: every stored key confirmed, its set's first lines asked for meanwhile.
+      // Stage 2: every stored key object and set asked for, then every stored key confirmed, its set's
+      // first lines asked for meanwhile.
+      i = from
+      while (i < until) {
+        val j = i - from
+        if (status(j) == Asked) lookups.touchFound(j)
+        i += 1
+      }
       i = from
       while (i < until) {
         val j = i - from

@@ -378,6 +378,9 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     if (acc.compacted > 0) compactedPairs.addAndGet(acc.compacted)
   }
 
+  /** Stage zero of a batched look-up of `key`: its home slot's lines asked for (see [[KeyTable.touchHome]]). */
+  private[core] def touchHome(lookups: KeyTable.Lookups, key: Key): Unit = entries.touchHome(lookups, key.hashCode)
+
   /** Stage one of a batched look-up of `key` (see [[KeyTable.Lookups]]). */
   private[core] def start(lookups: KeyTable.Lookups, j: Int, key: Key): Unit =
     entries.start(lookups, j, key, key.hashCode)

@@ -309,7 +309,8 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
           ready.toIndexedSeq,
           decided = os => {
             val hook = decidedHook
-            if (hook != null) hook.decided(os, IndexedSeq.empty) else os.foreach(outcomes.add)
+            if (hook != null) hook.decided(os, IndexedSeq.empty)
+            else outcomes.addAll(os.asJava) // one splice, not a compare-and-set per outcome
           },
           journal = journalStep
         )

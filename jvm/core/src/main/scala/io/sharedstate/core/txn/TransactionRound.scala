@@ -30,7 +30,7 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
       decided: IndexedSeq[TransactionOutcome] => Unit,
       journal: IndexedSeq[(State, GroupAdvance)] => Unit): Unit = {
     val runs = TransactionRound.ranked(txns)
-    val table = new TransactionRound.Chains(states.length)
+    val table = new TransactionRound.Chains
     addPlain(table, newU)
     // Pass 1: each access's chain, and how many accesses each chain has.
     var total = 0
@@ -86,7 +86,7 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
 
   /** Replays one journaled round of the only member State: its plain updates below U and the journaled pairs. */
   private def replayRound(advance: GroupAdvance): Unit = {
-    val table = new TransactionRound.Chains(1)
+    val table = new TransactionRound.Chains
     addPlain(table, advance.updateProgress)
     advance.pairs.iterator.zipWithIndex.foreach { case (p, i) =>
       table.addOther(0, new Key(p.key), new ChainOp.Put(p.time, i.toLong, p.value))
@@ -204,29 +204,57 @@ private[sharedstate] object TransactionRound {
     runs
   }
 
-  /** The round's chains as they are found: each one's State, key, plain updates or replayed pairs, access count. */
-  private final class Chains(states: Int) {
-    private val ids = Array.fill(states)(new java.util.HashMap[Key, Integer]())
+  /**
+   * The round's chains as they are found: each one's State, key, plain updates or replayed pairs, access
+   * count. Found by (State, key) in an open-addressing index of chain numbers (linear probing, load at
+   * most 1/2), not a HashMap of boxed numbers: a round looks up every access of every transaction here
+   * on one thread before any chain runs, so this is on the round's serial path.
+   */
+  private final class Chains {
     private var n = 0
     var stateOf = new Array[Int](64)
     var keys = new Array[Key](64)
     var others = new Array[ArrayBuffer[ChainOp]](64)
     var counts = new Array[Int](64)
+    // Chain number + 1 per slot (0: free); capacity a power of two, at least twice the chains.
+    private var index = new Array[Int](128)
 
     def size: Int = n
 
+    private def hashOf(s: Int, key: Key): Int = {
+      val h = key.hashCode * 31 + s
+      h ^ (h >>> 16)
+    }
+
     def chainOf(s: Int, key: Key): Int = {
-      val id = ids(s).get(key)
-      if (id != null) id.intValue
-      else {
-        if (n == keys.length) {
-          stateOf = Arrays.copyOf(stateOf, n * 2); keys = Arrays.copyOf(keys, n * 2)
-          others = Arrays.copyOf(others, n * 2); counts = Arrays.copyOf(counts, n * 2)
-        }
-        stateOf(n) = s; keys(n) = key
-        ids(s).put(key, n)
-        n += 1
-        n - 1
+      val mask = index.length - 1
+      var i = hashOf(s, key) & mask
+      var c = index(i) - 1
+      while (c >= 0) {
+        if (stateOf(c) == s && ((keys(c) eq key) || keys(c).equals(key))) return c
+        i = (i + 1) & mask
+        c = index(i) - 1
+      }
+      if (n == keys.length) {
+        stateOf = Arrays.copyOf(stateOf, n * 2); keys = Arrays.copyOf(keys, n * 2)
+        others = Arrays.copyOf(others, n * 2); counts = Arrays.copyOf(counts, n * 2)
+      }
+      stateOf(n) = s; keys(n) = key
+      n += 1
+      if (2 * n > index.length) grow() else index(i) = n
+      n - 1
+    }
+
+    // Doubles the index and puts every chain in it again (the newest included).
+    private def grow(): Unit = {
+      index = new Array[Int](index.length * 2)
+      val mask = index.length - 1
+      var c = 0
+      while (c < n) {
+        var i = hashOf(stateOf(c), keys(c)) & mask
+        while (index(i) != 0) i = (i + 1) & mask
+        index(i) = c + 1
+        c += 1
       }
     }
 

@@ -64,8 +64,7 @@ private[sharedstate] final class TransactionRun(val id: TransactionId, val txn: 
             abortReason =
               s"${TransactionRun.BadDecision}: the logic committed ${if (ws == null) "null" else ws.length} " +
                 s"write(s) for a write set of ${txn.writes.length}"
-          } else if (ws.exists(w =>
-              w == null || (w match { case WriteValue.Put(v) => v == null || v.isEmpty; case _ => false }))) {
+          } else if (TransactionRun.hasEmptyWrite(ws)) {
             abortReason = s"${TransactionRun.BadDecision}: a write is null or puts a null or empty value"
           } else writes = ws
         case TransactionDecision.Abort(reason) => abortReason = if (reason == null) "aborted" else reason
@@ -82,4 +81,18 @@ private[sharedstate] final class TransactionRun(val id: TransactionId, val txn: 
 private[sharedstate] object TransactionRun {
   val LogicFailed = "logic_failed"
   val BadDecision = "bad_decision"
+
+  // A write that is null or puts a null or empty value (a loop: this runs per decision).
+  private def hasEmptyWrite(ws: IndexedSeq[WriteValue]): Boolean = {
+    var i = 0
+    while (i < ws.length) {
+      ws(i) match {
+        case null => return true
+        case WriteValue.Put(v) if v == null || v.isEmpty => return true
+        case _ =>
+      }
+      i += 1
+    }
+    false
+  }
 }

@@ -48,11 +48,13 @@ class LincheckedKeyTable {
   // The apply round's look-up with the hash carried in its order (no read of the key for it).
   @Operation def getAByHash(): Int = version(table.get(keys(0), keys(0).hashCode))
   @Operation def getCByHash(): Int = version(table.get(keys(2), keys(2).hashCode))
-  // A batched fetch's staged look-ups (KeyTable.Lookups): all three keys started, then finished; the
+  // A batched fetch's staged look-ups (KeyTable.Lookups): all three keys touched, started, touched, then finished; the
   // operation returns one key's version, its look-up having run interleaved with the others'.
   private def batched(k: Int): Int = {
     val lookups = new KeyTable.Lookups(3)
+    (0 until 3).foreach(j => table.touchHome(lookups, keys(j).hashCode))
     (0 until 3).foreach(j => table.start(lookups, j, keys(j), keys(j).hashCode))
+    (0 until 3).foreach(lookups.touchFound)
     val sets = (0 until 3).map(lookups.finish)
     version(sets(k))
   }

@@ -51,7 +51,9 @@ class KeyTableStressSuite extends AnyFunSuite {
       while (!stop.get()) {
         val group = Array.fill(1 + local.nextInt(16))(local.nextInt(maxKeys))
         val lower = group.map(done.get)
+        group.indices.foreach(j => table.touchHome(lookups, keys(group(j)).hashCode))
         group.indices.foreach(j => table.start(lookups, j, keys(group(j)), keys(group(j)).hashCode))
+        group.indices.foreach(lookups.touchFound)
         val read = group.indices.map(j => version(lookups.finish(j)))
         group.indices.foreach { j =>
           val upper = writing.get(group(j))

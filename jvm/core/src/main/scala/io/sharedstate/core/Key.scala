@@ -13,9 +13,9 @@ final class Key(val bytes: Array[Byte]) extends Serializable {
   private val routingHash = MurmurHash3.bytesHash(bytes, 0x5eed)
   // The length and first 16 bytes, inline: a map lookup compares keys of up to 16 bytes (a BIGINT key
   // row is 16) without reading their arrays, one cache miss less per lookup of a large State.
-  private val length = bytes.length
-  private val head0 = Key.word(bytes, 0)
-  private val head1 = Key.word(bytes, 8)
+  private[core] val length = bytes.length
+  private[core] val head0 = Key.word(bytes, 0)
+  private[core] val head1 = Key.word(bytes, 8)
 
   override def hashCode(): Int = hash
 

@@ -7,8 +7,9 @@ import java.util.concurrent.atomic.{AtomicInteger, AtomicIntegerArray, AtomicRef
  * are never removed (only [[clear]] drops them all). It replaces a ConcurrentHashMap, whose look-up
  * is a chain of dependent cache misses in a large State (table slot, node, the node's key, the value
  * set object, its arrays): here a slot's hash, key and set sit at the same index of two arrays
- * (hashes, then key and set side by side), so a look-up costs the table's line(s), then the key object
- * and the packed set, fetched in parallel.
+ * (hashes, then key and set side by side), so a look-up costs the table's line(s), then the packed
+ * set, which names its key in its first line ([[ValueSet.keyMatch]]): the stored key object is read
+ * only for a set that keeps no key.
  *
  * Concurrency, as the engine needs it (docs/engine.md):
  *  - readers never lock and never write;
@@ -228,16 +229,13 @@ private[core] object KeyTable {
     }
 
     /**
-     * Between stages one and two, for every look-up first: asks for the lines of the slot's stored key
-     * object and set header, so [[finish]] compares and reads what has arrived meanwhile.
+     * Between stages one and two, for every look-up first: asks for the first line of the slot's set
+     * (which names its key), so [[finish]] compares and reads what has arrived meanwhile.
      */
     def touchFound(j: Int): Unit = {
       val i = slots(j)
       if (i >= 0) {
-        val t = tables(j)
-        val k = t.keys.get(2 * i)
-        val s = t.keys.get(2 * i + 1)
-        if (k != null) touched += k.hashCode
+        val s = tables(j).keys.get(2 * i + 1)
         if (s != null) touched += s.asInstanceOf[Array[Byte]].length
       }
     }
@@ -250,11 +248,19 @@ private[core] object KeyTable {
         if (i < 0) null // the probe ended on a free slot: the key is not there
         else {
           val t = tables(j)
-          val k = t.keys.get(2 * i)
           val s = t.keys.get(2 * i + 1)
-          if (s != null && (s ne Moved)) touchSet(s.asInstanceOf[Array[Byte]])
-          if (k != null && ((k eq key) || key.equals(k)) && (s ne Moved)) s.asInstanceOf[Array[Byte]]
-          else owners(j).get(key, hashes(j)) // same hash, another key; being claimed; or moved
+          if (s == null || (s eq Moved)) owners(j).get(key, hashes(j)) // being claimed; or moved
+          else {
+            val set = s.asInstanceOf[Array[Byte]]
+            touchSet(set)
+            val m = ValueSet.keyMatch(set, key)
+            if (m > 0) set
+            else if (m == 0) owners(j).get(key, hashes(j)) // same hash, another key: probe on
+            else { // a set that keeps no key: the stored key object says
+              val k = t.keys.get(2 * i)
+              if (k != null && ((k eq key) || key.equals(k))) set else owners(j).get(key, hashes(j))
+            }
+          }
         }
       owners(j) = null; tables(j) = null; keys(j) = null
       found
@@ -302,13 +308,22 @@ private[core] object KeyTable {
       while (true) {
         val hh = hashes.get(i)
         if (hh == 0) return -1
-        if (hh == h) {
-          val k = keys.get(2 * i)
-          if (k != null && ((k eq key) || key.equals(k))) return i
-        }
+        if (hh == h && holds(i, key)) return i
         i = (i + 1) & mask
       }
       -1
+    }
+
+    // Slot i holds `key`: its set says so if it keeps its key (one line read, not the key object's),
+    // else the stored key object.
+    private def holds(i: Int, key: Key): Boolean = {
+      val s = keys.get(2 * i + 1)
+      val m = if (s == null || (s eq Moved)) -1 else ValueSet.keyMatch(s.asInstanceOf[Array[Byte]], key)
+      if (m >= 0) m > 0
+      else {
+        val k = keys.get(2 * i)
+        k != null && ((k eq key) || key.equals(k))
+      }
     }
 
     /** The set of `key` here: null if none (yet), [[Moved]] if it is in `next`. */

@@ -236,7 +236,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     val sets = new Array[Array[Byte]](group)
     val stagedKeys = new Array[Key](group)
     val stagedValues = new Array[Array[Byte]](group)
-    val builder = new ValueSet.Builder(ValueSet.Empty, 1, 0)
+    val builder = new ValueSet.Builder(null, ValueSet.Empty, 1, 0)
     var touched = 0
     var applied = 0L
     var from = 0
@@ -286,7 +286,7 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
     var packed = first
     while (true) {
       val before = if (packed == null) null else new ValueSet(packed)
-      b.reset(if (before == null) ValueSet.Empty else before)
+      b.reset(key.bytes, if (before == null) ValueSet.Empty else before)
       var rejected: ArrayBuffer[RejectedUpdate] = null // only when the rule fails
       def reject(c: Int, reason: String): Unit = {
         val o = ready.origins(c)

@@ -13,8 +13,13 @@ import java.util.Arrays
  * holds two array headers less per key. The key table ([[KeyTable]]) stores the packed array itself; a
  * ValueSet is a view on it, allocated per read and usually scalarised by the JIT.
  *
- * Layout, little-endian: `n` (int32; its top bit marks a sealed array), the capacity `c` (int32), `c`
- * timestamp slots (int64), `c` value-end slots (int32, relative to the first value), then the values.
+ * Layout, little-endian: `n` (int32; its top bit marks a sealed array), the capacity `c` (int32), the
+ * key's length `kl` (int32; -1 when the array does not say whose set it is), 4 spare bytes, the key's
+ * bytes (at least 16 bytes of room, zeros past the key, rounded up to 8), `c` timestamp slots (int64),
+ * `c` value-end slots (int32, relative to the first value), then the values. The key is kept here, in
+ * the array's first line, so a look-up confirms it has the right set from the set itself and never reads
+ * the stored key object: one cache miss, and one page walk, less per look-up of a large State
+ * ([[ValueSet.keyMatch]]).
  * An array may have room past its `n` pairs (spare slots, spare value bytes): the key's applier appends
  * a newer pair there in place ([[ValueSet.Builder.appendInPlace]]: written past `n`, then published by
  * a compare-and-set of `n`), which saves copying the older pairs and the garbage of a new array for the
@@ -30,13 +35,20 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
   private[core] def this(packed: Array[Byte]) = this(packed, ValueSet.countOf(packed))
 
   private val capacity = PackedBytes.getInt(packed, 4)
+  private val timesAt = timesAtOf(PackedBytes.getInt(packed, KeyLengthAt))
 
   def isEmpty: Boolean = size == 0
-  def timeAt(i: Int): Long = PackedBytes.getLong(packed, TimesAt + 8 * i)
+  def timeAt(i: Int): Long = PackedBytes.getLong(packed, timesAt + 8 * i)
   def lastTime: Long = timeAt(size - 1)
 
-  private def endsStart: Int = TimesAt + 8 * capacity
-  private def dataStart: Int = TimesAt + 12 * capacity
+  private def endsStart: Int = timesAt + 8 * capacity
+  private def dataStart: Int = timesAt + 12 * capacity
+
+  /** The bytes of the key whose set this is, or null when the array does not say. */
+  private[core] def keyBytes: Array[Byte] = {
+    val kl = PackedBytes.getInt(packed, KeyLengthAt)
+    if (kl < 0) null else Arrays.copyOfRange(packed, KeyAt, KeyAt + kl)
+  }
   private def endAt(i: Int): Int = PackedBytes.getInt(packed, endsStart + 4 * i)
 
   /** A copy of value i. */
@@ -85,7 +97,7 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
 
   /** This set with `value` stored at `t`; a pair already at `t` is replaced. */
   def withPair(t: Long, value: Array[Byte]): ValueSet = {
-    val b = new ValueSet.Builder(this, 1, value.length)
+    val b = new ValueSet.Builder(keyBytes, this, 1, value.length)
     b.put(t, value)
     b.result()
   }
@@ -99,14 +111,15 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
       val m = n - from
       val skipped = endAt(from - 1)
       val bytes = endAt(n - 1) - skipped
-      val out = allocate(m, bytes, m, bytes)
+      val out = allocate(m, bytes, m, bytes, keyBytes)
+      val at = timesAtOf(PackedBytes.getInt(out, KeyLengthAt))
       var i = 0
       while (i < m) {
-        PackedBytes.putLong(out, TimesAt + 8 * i, timeAt(from + i))
-        PackedBytes.putInt(out, TimesAt + 8 * m + 4 * i, endAt(from + i) - skipped)
+        PackedBytes.putLong(out, at + 8 * i, timeAt(from + i))
+        PackedBytes.putInt(out, at + 8 * m + 4 * i, endAt(from + i) - skipped)
         i += 1
       }
-      System.arraycopy(packed, dataStart + skipped, out, TimesAt + 12 * m, bytes)
+      System.arraycopy(packed, dataStart + skipped, out, at + 12 * m, bytes)
       new ValueSet(out, m)
     }
 
@@ -121,17 +134,43 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
 }
 
 object ValueSet {
-  private[core] val TimesAt = 8
+  private val KeyLengthAt = 8
+  private val KeyAt = 16
+  // Key bytes compared as two words, as Key.equals does for a key of up to this many bytes.
+  private val InlineKey = 16
 
   private val Sealed = 0x80000000
 
-  // An array of `pairs` pairs (count set, nothing else written) with room for `capacity` pairs of
-  // `valueCapacity` value bytes in all.
-  private def allocate(pairs: Int, valueBytes: Int, capacity: Int, valueCapacity: Int): Array[Byte] = {
-    val a = new Array[Byte](TimesAt + 12 * capacity + valueCapacity)
+  // Where the timestamps start for a key of `kl` bytes (-1: no key kept).
+  private def timesAtOf(kl: Int): Int = if (kl < 0) KeyAt else KeyAt + ((math.max(kl, InlineKey) + 7) & ~7)
+
+  // An array of `pairs` pairs (count and key set, nothing else written) with room for `capacity` pairs
+  // of `valueCapacity` value bytes in all; `key` null keeps no key.
+  private def allocate(
+      pairs: Int, valueBytes: Int, capacity: Int, valueCapacity: Int, key: Array[Byte]): Array[Byte] = {
+    val kl = if (key == null) -1 else key.length
+    val a = new Array[Byte](timesAtOf(kl) + 12 * capacity + valueCapacity)
     PackedBytes.putInt(a, 0, pairs)
     PackedBytes.putInt(a, 4, capacity)
+    PackedBytes.putInt(a, KeyLengthAt, kl)
+    if (key != null) System.arraycopy(key, 0, a, KeyAt, kl)
     a
+  }
+
+  /**
+   * Whether `packed` (a set's array, as the key table holds it) is `key`'s set: 1 yes, 0 no (another key's:
+   * it shares the key's hash), -1 the array keeps no key (ask the stored key object). Reads the array's
+   * first line only, and the key's own fields (its bytes too for a key longer than 16 bytes).
+   */
+  private[core] def keyMatch(packed: Array[Byte], key: Key): Int = {
+    val kl = PackedBytes.getInt(packed, KeyLengthAt)
+    if (kl < 0) -1
+    else if (kl != key.length) 0
+    else if (kl <= InlineKey) {
+      if (PackedBytes.getLong(packed, KeyAt) == key.head0 && PackedBytes.getLong(packed, KeyAt + 8) == key.head1) 1
+      else 0
+    } else if (Arrays.equals(packed, KeyAt, KeyAt + kl, key.bytes, 0, kl)) 1
+    else 0
   }
 
   // The published pair count (an acquire read: the pairs below it are written before it).
@@ -148,10 +187,13 @@ object ValueSet {
     PackedBytes.compareAndSetInt(a, 0, n, n | Sealed) || PackedBytes.getIntAcquire(a, 0) == (n | Sealed)
   }
 
-  val Empty: ValueSet = new ValueSet(allocate(0, 0, 0, 0), 0)
+  val Empty: ValueSet = new ValueSet(allocate(0, 0, 0, 0, null), 0)
 
-  /** Bytes of the packed array of a set of `pairs` pairs holding `valueBytes` value bytes (its header aside). */
-  def packedLength(pairs: Int, valueBytes: Long): Long = TimesAt + 12L * pairs + valueBytes
+  /**
+   * Bytes of the packed array of a set of `pairs` pairs holding `valueBytes` value bytes for a key of
+   * `keyLength` bytes (its header aside).
+   */
+  def packedLength(pairs: Int, valueBytes: Long, keyLength: Int): Long = timesAtOf(keyLength) + 12L * pairs + valueBytes
 
   /**
    * The value of a pair a transaction's delete stored: empty (a value row of a State's value type is
@@ -159,9 +201,9 @@ object ValueSet {
    */
   val Deleted: Array[Byte] = Array.emptyByteArray
 
-  /** A set of the given pairs (times ascending, distinct). */
-  def of(times: Array[Long], values: Array[Array[Byte]]): ValueSet = {
-    val b = new Builder(Empty, times.length, 0)
+  /** `key`'s set of the given pairs (times ascending, distinct); `key` null: a set that keeps no key. */
+  def of(key: Array[Byte], times: Array[Long], values: Array[Array[Byte]]): ValueSet = {
+    val b = new Builder(key, Empty, times.length, 0)
     var i = 0
     while (i < times.length) { b.put(times(i), values(i)); i += 1 }
     b.result()
@@ -171,9 +213,10 @@ object ValueSet {
    * Builds the successor of a set from a chain of updates. Appending at or after the newest pair is
    * the common case (updates arrive above U, and every applied pair is below U): the base set is
    * read in place, the new pairs are kept by reference, and [[result]] writes the packed array once.
-   * `extraPairs` and `extraBytes` are sizing hints.
+   * `extraPairs` and `extraBytes` are sizing hints. `key` is the bytes of the key whose set it builds
+   * (kept in the new array, see [[keyMatch]]); null keeps none.
    */
-  final class Builder(base: ValueSet, extraPairs: Int, extraBytes: Int) {
+  final class Builder(private var key: Array[Byte], base: ValueSet, extraPairs: Int, extraBytes: Int) {
     // The first `keep` pairs of `from`, then the `added` pairs in times/values.
     private var from = base
     private var keep = base.size
@@ -181,10 +224,10 @@ object ValueSet {
     private var values = new Array[Array[Byte]](times.length)
     private var added = 0
 
-    /** Starts again on `base`, keeping the arrays (one builder serves many chains in turn). */
-    def reset(base: ValueSet): Unit = {
+    /** Starts again on `key`'s `base`, keeping the arrays (one builder serves many chains in turn). */
+    def reset(key: Array[Byte], base: ValueSet): Unit = {
       Arrays.fill(values.asInstanceOf[Array[AnyRef]], 0, added, null)
-      from = base; keep = base.size; added = 0
+      this.key = key; from = base; keep = base.size; added = 0
     }
 
     def size: Int = keep + added
@@ -266,25 +309,27 @@ object ValueSet {
         var i = 0
         while (i < added) { bytes += values(i).length; i += 1 }
         val capacity = n + sparePairs
-        val out = allocate(n, bytes, capacity, bytes + (if (n == 0) 0 else (bytes / n) * sparePairs))
-        val ends = TimesAt + 8 * capacity
-        val data = TimesAt + 12 * capacity
+        val out = allocate(n, bytes, capacity, bytes + (if (n == 0) 0 else (bytes / n) * sparePairs), key)
+        val at = timesAtOf(PackedBytes.getInt(out, KeyLengthAt))
+        val ends = at + 8 * capacity
+        val data = at + 12 * capacity
         // The kept pairs: timestamps, ends (unchanged, relative to the first value) and values, in place.
-        System.arraycopy(from.packed, TimesAt, out, TimesAt, 8 * keep)
+        System.arraycopy(from.packed, from.timesAt, out, at, 8 * keep)
         System.arraycopy(from.packed, from.endsStart, out, ends, 4 * keep)
         System.arraycopy(from.packed, from.dataStart, out, data, kept)
-        write(out, keep, kept, ends, data)
+        write(out, at, keep, kept, ends, data)
         new ValueSet(out, n)
       }
     }
 
-    // The added pairs into `out` from pair `at` on, the values from byte `end` of its value region.
-    private def write(out: Array[Byte], at: Int, start: Int, ends: Int, data: Int): Unit = {
+    // The added pairs into `out` (timestamps from byte `timesAt`) from pair `at` on, the values from byte
+    // `end` of its value region.
+    private def write(out: Array[Byte], timesAt: Int, at: Int, start: Int, ends: Int, data: Int): Unit = {
       var end = start
       var i = 0
       while (i < added) {
         val v = values(i)
-        PackedBytes.putLong(out, TimesAt + 8 * (at + i), times(i))
+        PackedBytes.putLong(out, timesAt + 8 * (at + i), times(i))
         System.arraycopy(v, 0, out, data + end, v.length)
         end += v.length
         PackedBytes.putInt(out, ends + 4 * (at + i), end)
@@ -312,7 +357,7 @@ object ValueSet {
         if (base.dataStart + bytes > base.packed.length) false
         else {
           // Past the published count: no view of the array reads these bytes.
-          write(base.packed, keep, kept, base.endsStart, base.dataStart)
+          write(base.packed, base.timesAt, keep, kept, base.endsStart, base.dataStart)
           !compacts(new ValueSet(base.packed, n)) && PackedBytes.compareAndSetInt(base.packed, 0, keep, n)
         }
       }

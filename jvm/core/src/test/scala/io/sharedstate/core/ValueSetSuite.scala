@@ -5,6 +5,7 @@ import org.scalatest.funsuite.AnyFunSuite
 class ValueSetSuite extends AnyFunSuite {
   private def v(s: String) = s.getBytes("UTF-8")
   private def str(b: Array[Byte]) = new String(b, "UTF-8")
+  private val key = v("the key")
 
   test("latestIndex finds the newest pair at or before t") {
     val set = ValueSet.Empty.withPair(20, v("b")).withPair(10, v("a")).withPair(30, v("c"))
@@ -42,7 +43,7 @@ class ValueSetSuite extends AnyFunSuite {
         val chain = Seq.fill(1 + rnd.nextInt(3))(
           if (model.nonEmpty && rnd.nextInt(6) == 0) model(rnd.nextInt(model.size))._1
           else 10L * views.size + rnd.nextInt(10) + 1000)
-        val b = new ValueSet.Builder(set, chain.size, 0)
+        val b = new ValueSet.Builder(key, set, chain.size, 0)
         chain.foreach { t =>
           val value = s"v$t-${rnd.nextInt(1000)}" * (1 + rnd.nextInt(3))
           b.put(t, v(value))
@@ -54,6 +55,7 @@ class ValueSetSuite extends AnyFunSuite {
           else b.result(rnd.nextInt(4))
         assert(pairsOf(set) == model, s"round $round")
         assert(pairsOf(new ValueSet(set.packed)) == model, "a fresh view of the array shows the same pairs")
+        assert(ValueSet.keyMatch(set.packed, new Key(key)) == 1, "every copy and append keeps the key")
         views += ((set, model))
       }
       views.foreach { case (view, then) => assert(pairsOf(view) == then, s"round $round: an earlier view changed") }
@@ -62,24 +64,24 @@ class ValueSetSuite extends AnyFunSuite {
   }
 
   test("an append in place needs room, every base pair kept, and an unsealed array; a sealed array is copied") {
-    val full = new ValueSet.Builder(ValueSet.Empty, 2, 0)
+    val full = new ValueSet.Builder(key, ValueSet.Empty, 2, 0)
     full.put(1, v("a")); full.put(2, v("b"))
     val exact = full.result(0) // no spare room
-    val b1 = new ValueSet.Builder(exact, 1, 0); b1.put(3, v("c"))
+    val b1 = new ValueSet.Builder(key, exact, 1, 0); b1.put(3, v("c"))
     assert(!b1.appendInPlace(_ => false), "no room")
     val roomy = full.result(2)
-    val b2 = new ValueSet.Builder(roomy, 1, 0); b2.put(2, v("z"))
+    val b2 = new ValueSet.Builder(key, roomy, 1, 0); b2.put(2, v("z"))
     assert(!b2.appendInPlace(_ => false), "a replaced newest pair is not an append")
-    val b3 = new ValueSet.Builder(roomy, 1, 0); b3.put(3, v("c"))
+    val b3 = new ValueSet.Builder(key, roomy, 1, 0); b3.put(3, v("c"))
     assert(!b3.appendInPlace(_ => true), "the compaction would change the grown set")
     assert(new ValueSet(roomy.packed).size == 2, "a refused append publishes nothing")
     assert(ValueSet.seal(roomy), "sealed as it is")
-    val b4 = new ValueSet.Builder(roomy, 1, 0); b4.put(3, v("c"))
+    val b4 = new ValueSet.Builder(key, roomy, 1, 0); b4.put(3, v("c"))
     assert(!b4.appendInPlace(_ => false), "sealed")
     assert(pairsOf(new ValueSet(roomy.packed)) == Seq(1L -> "a", 2L -> "b"), "a sealed array reads as before")
     assert(pairsOf(b4.result()) == Seq(1L -> "a", 2L -> "b", 3L -> "c"))
     val other = full.result(2)
-    val b5 = new ValueSet.Builder(other, 1, 0); b5.put(3, v("c"))
+    val b5 = new ValueSet.Builder(key, other, 1, 0); b5.put(3, v("c"))
     assert(b5.appendInPlace(_ => false))
     assert(!ValueSet.seal(other), "the view is not the array's whole set any more: no seal")
     assert(ValueSet.seal(new ValueSet(other.packed)) && ValueSet.seal(new ValueSet(other.packed)),

@@ -137,7 +137,7 @@ object SnapshotCodec {
       val values = new Array[Array[Byte]](pairs)
       i = 0
       while (i < pairs) { values(i) = CodecIO.readBytes(d, what); i += 1 }
-      sink.entry(key, ValueSet.of(times, values))
+      sink.entry(key, ValueSet.of(key.bytes, times, values))
       e += 1
     }
     val s = CodecIO.count(d, what)

@@ -36,7 +36,7 @@ private[sharedstate] final case class PartialFetch(inner: FetchRule, view: Parti
           i += 1
         }
         val ts = times.result()
-        if (ts.isEmpty) null else ValueSet.of(ts, values.result())
+        if (ts.isEmpty) null else ValueSet.of(null, ts, values.result()) // an answer, never stored
       }
     }
 }

@@ -60,7 +60,7 @@ private[sharedstate] final class OperationChain(
   def run(resume: OperationChain => Unit): Boolean = {
     if (builder == null) {
       before = partition.get(key)
-      builder = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, size, 0)
+      builder = new ValueSet.Builder(key.bytes, if (before == null) ValueSet.Empty else before, size, 0)
     }
     var parked = false
     while (!parked && (other < others.length || access < until)) {
@@ -140,7 +140,7 @@ private[sharedstate] final class OperationChain(
       if (partition.publishEntry(key, before, after, applied, built.size - after.size)) done = true
       else {
         before = partition.get(key)
-        builder = new ValueSet.Builder(if (before == null) ValueSet.Empty else before, puts, 0)
+        builder = new ValueSet.Builder(key.bytes, if (before == null) ValueSet.Empty else before, puts, 0)
         var i = 0
         while (i < puts) { builder.put(putTimes(i), putValues(i)); i += 1 }
       }

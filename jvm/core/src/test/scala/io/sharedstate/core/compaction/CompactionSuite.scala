@@ -4,7 +4,7 @@ import io.sharedstate.core._
 import org.scalatest.funsuite.AnyFunSuite
 
 class CompactionSuite extends AnyFunSuite {
-  private def set(times: Long*): ValueSet = ValueSet.of(times.toArray, times.map(t => s"v$t".getBytes).toArray)
+  private def set(times: Long*): ValueSet = ValueSet.of(null, times.toArray, times.map(t => s"v$t".getBytes).toArray)
 
   test("keep_latest keeps the newest pair below the horizon and everything at or after it; none keeps all") {
     val s = set(10, 20, 30, 40)

@@ -1,7 +1,6 @@
 package io.sharedstate.core.concurrency
 
-import io.sharedstate.core.{Key, KeyTable}
-import java.nio.ByteBuffer
+import io.sharedstate.core.{KeyTable, KeyTableFixtures}
 import org.jetbrains.lincheck.datastructures.{Operation, StressOptions}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -14,10 +13,15 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class LincheckedKeyTable {
   private val table = new KeyTable(1)
-  private val keys = Array("a", "b", "c").map(s => new Key(s.getBytes))
+  // Two keys that share a hash (so each one's look-up meets the other's slot and set), and a key longer
+  // than 16 bytes whose sets keep no key (the stored key object decides).
+  private val keys = {
+    val (a, b) = KeyTableFixtures.sameHash
+    Array(a, b, KeyTableFixtures.unkeyed(KeyTableFixtures.longKey(0)))
+  }
 
-  private def version(set: Array[Byte]): Int = if (set == null) -1 else ByteBuffer.wrap(set).getInt
-  private def set(v: Int): Array[Byte] = ByteBuffer.allocate(4).putInt(v).array()
+  import KeyTableFixtures.version
+  private def set(k: Int, v: Int): Array[Byte] = KeyTableFixtures.set(keys(k), v, 0)
 
   // As a chain does: read the set, build the next one, publish it with a compare-and-set, retry.
   private def apply(k: Int): Int = {
@@ -27,8 +31,8 @@ class LincheckedKeyTable {
       val before = table.get(key)
       if (before == null) {
         table.reserve(1)
-        if (table.insert(key, set(0))) out = 0
-      } else if (table.replace(key, before, set(version(before) + 1))) out = version(before) + 1
+        if (table.insert(key, set(k, 0))) out = 0
+      } else if (table.replace(key, before, set(k, version(before) + 1))) out = version(before) + 1
     }
     out
   }

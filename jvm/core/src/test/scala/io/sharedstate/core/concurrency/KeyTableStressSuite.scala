@@ -1,7 +1,6 @@
 package io.sharedstate.core.concurrency
 
-import io.sharedstate.core.{Key, KeyTable}
-import java.nio.ByteBuffer
+import io.sharedstate.core.{KeyTable, KeyTableFixtures}
 import java.util.concurrent.{ConcurrentLinkedQueue, CountDownLatch}
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicIntegerArray}
 import org.scalatest.funsuite.AnyFunSuite
@@ -19,13 +18,13 @@ import org.scalatest.funsuite.AnyFunSuite
 class KeyTableStressSuite extends AnyFunSuite {
   private val long = sys.props.contains("sharedstate.stress") || sys.env.contains("SHAREDSTATE_STRESS")
 
-  private def version(set: Array[Byte]): Int = if (set == null) -1 else ByteBuffer.wrap(set).getInt
-  private def set(v: Int, pad: Int): Array[Byte] = ByteBuffer.allocate(4 + pad).putInt(v).array()
+  import KeyTableFixtures.{set, version}
 
   private def run(seed: Long, rounds: Int, maxKeys: Int): Unit = {
     val rnd = new scala.util.Random(seed)
     val table = new KeyTable(1)
-    val keys = Array.tabulate(maxKeys)(i => new Key(s"k$i".getBytes))
+    // Short keys (compared inline), keys longer than 16 bytes, two that share a hash; some sets keep no key.
+    val keys = KeyTableFixtures.mixedKeys(maxKeys)
     val done = new AtomicIntegerArray(maxKeys) // version at the end of the last round, -1: not yet inserted
     val writing = new AtomicIntegerArray(maxKeys) // highest version an applier may be publishing
     (0 until maxKeys).foreach { i => done.set(i, -1); writing.set(i, -1) }
@@ -89,8 +88,8 @@ class KeyTableStressSuite extends AnyFunSuite {
             while (!ok) {
               val before = table.get(keys(i))
               ok =
-                if (before == null) table.insert(keys(i), set(0, i % 5))
-                else table.replace(keys(i), before, set(version(before) + 1, i % 5))
+                if (before == null) table.insert(keys(i), set(keys(i), 0, i % 5))
+                else table.replace(keys(i), before, set(keys(i), version(before) + 1, i % 5))
             }
           }
         })

@@ -20,14 +20,14 @@ class LincheckedAppends {
   private def value(t: Long): Array[Byte] = ByteBuffer.allocate(8 + (t % 3).toInt).putLong(t * 7).array()
 
   table.reserve(1)
-  table.insert(key, ValueSet.of(Array(0L), Array(value(0))).packed)
+  table.insert(key, ValueSet.of(key.bytes, Array(0L), Array(value(0))).packed)
 
   @Operation(nonParallelGroup = "applier") def append(): Long = {
     next += 1
     var done = false
     while (!done) {
       val packed = table.get(key)
-      val b = new ValueSet.Builder(new ValueSet(packed), 1, 0)
+      val b = new ValueSet.Builder(key.bytes, new ValueSet(packed), 1, 0)
       b.put(next, value(next))
       done = b.appendInPlace(_ => false) || table.replace(key, packed, b.result(1).packed)
     }

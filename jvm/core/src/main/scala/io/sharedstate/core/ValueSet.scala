@@ -73,7 +73,14 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
     // Most fetches ask for the newest pair: check it before searching.
     if (n == 0) -1
     else if (timeAt(n - 1) <= t) n - 1
-    else {
+    else if (n <= ValueSet.ScanPairs) {
+      // A short set is counted, not searched: a loop whose steps do not branch on the times (the
+      // search's branches go either way at random, a mispredict each), over lines already in cache.
+      var below = 0
+      var i = 0
+      while (i < n - 1) { below += (if (timeAt(i) <= t) 1 else 0); i += 1 }
+      below - 1
+    } else {
       var lo = 0
       var hi = n - 2 // the newest is above t
       while (lo <= hi) {
@@ -134,6 +141,8 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
 }
 
 object ValueSet {
+  // Sets of up to this many pairs are counted by latestIndex rather than binary searched.
+  private val ScanPairs = 16
   private val KeyLengthAt = 8
   private val KeyAt = 16
   // Key bytes compared as two words, as Key.equals does for a key of up to this many bytes.

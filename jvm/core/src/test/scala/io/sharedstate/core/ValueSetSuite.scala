@@ -16,6 +16,17 @@ class ValueSetSuite extends AnyFunSuite {
     assert(str(set.valueAt(set.latestIndex(Long.MaxValue))) == "c")
   }
 
+  test("latestIndex against a scan of the pairs, for short sets (counted) and long ones (searched), any t") {
+    val rnd = new scala.util.Random(11)
+    (1 to 2000).foreach { round =>
+      val n = 1 + rnd.nextInt(40)
+      val times = Array.fill(n)(rnd.nextLong(1000) - 500).distinct.sorted
+      val set = ValueSet.of(key, times, times.map(t => v(s"v$t")))
+      val asked = times.flatMap(t => Seq(t - 1, t, t + 1)) ++ Seq(Long.MinValue, Long.MaxValue, rnd.nextLong())
+      asked.foreach(t => assert(set.latestIndex(t) == times.lastIndexWhere(_ <= t), s"round $round, t $t"))
+    }
+  }
+
   test("a pair at an existing timestamp is replaced, not duplicated") {
     val a = ValueSet.Empty.withPair(10, v("a"))
     val b = a.withPair(10, v("z"))

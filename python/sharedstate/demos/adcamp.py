@@ -141,8 +141,12 @@ def main() -> int:
     ):
         return 1
 
-    update_query.stop()
+    # Each query finishes what its source holds first, so a stop never cuts a running batch short
+    # (Spark then logs the batch's tasks as lost).
+    for query in (fetch_query, update_query):
+        query.processAllAvailable()
     fetch_query.stop()
+    update_query.stop()
     result = spark.read.format("delta").load(delta_path).toPandas()
 
     print("\nCampaign effectiveness (views attributed to the campaign their ad belonged to at view time):")

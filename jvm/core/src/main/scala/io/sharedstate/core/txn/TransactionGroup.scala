@@ -52,7 +52,8 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, TransactionBatch]]()
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
-  private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
+  // Each step's outcomes as one element: one node and one compare-and-set per step, not per outcome.
+  private val outcomes = new ConcurrentLinkedQueue[IndexedSeq[TransactionOutcome]]()
   private val lateTotal = new java.util.concurrent.atomic.AtomicLong()
   private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
   @volatile private var decidedHook: TransactionGroup.Decided = null // set: outcomes go there, not to the queues
@@ -267,8 +268,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   // ---- results ----
 
   /** The outcomes that became final since the last call, in (time, id) order. */
-  def drainOutcomes(): Seq[TransactionOutcome] =
-    Iterator.continually(outcomes.poll()).takeWhile(_ != null).toVector
+  def drainOutcomes(): Seq[TransactionOutcome] = {
+    val out = Vector.newBuilder[TransactionOutcome]
+    var step = outcomes.poll()
+    while (step != null) { out ++= step; step = outcomes.poll() }
+    out.result()
+  }
 
   /**
    * How many transactions were rejected as late since the group was made. Not kept one by one here
@@ -310,7 +315,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
           decided = os => {
             val hook = decidedHook
             if (hook != null) hook.decided(os, IndexedSeq.empty)
-            else outcomes.addAll(os.asJava) // one splice, not a compare-and-set per outcome
+            else outcomes.add(os)
           },
           journal = journalStep
         )
@@ -341,13 +346,22 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 
   // Every State a transaction touches is a member (no Set built per transaction: this runs per event).
   private def checkStates(txn: Transaction): Unit = {
+    checkStates(txn.reads)
+    checkStates(txn.writes)
+  }
+
+  private val memberNames: Array[String] = states.map(_.name).toArray
+
+  // A transaction's State names are most often the members' own String objects: a reference compare
+  // finds those without hashing or comparing characters; any other name is looked up by value.
+  private def checkStates(keys: IndexedSeq[StateKey]): Unit = {
     var i = 0
-    while (i < txn.reads.length) {
-      if (!byName.contains(txn.reads(i).state)) throw unknownState(txn.reads(i).state); i += 1
-    }
-    i = 0
-    while (i < txn.writes.length) {
-      if (!byName.contains(txn.writes(i).state)) throw unknownState(txn.writes(i).state); i += 1
+    while (i < keys.length) {
+      val n = keys(i).state
+      var s = 0
+      while (s < memberNames.length && (memberNames(s) ne n)) s += 1
+      if (s == memberNames.length && !byName.contains(n)) throw unknownState(n)
+      i += 1
     }
   }
 

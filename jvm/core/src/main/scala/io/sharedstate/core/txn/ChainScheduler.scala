@@ -129,13 +129,13 @@ private[sharedstate] object ChainScheduler {
     private val parts = new Array[Array[OperationChain]](units)
     private val resumed = new ConcurrentLinkedQueue[OperationChain]()
     val failure = new AtomicReference[Throwable]()
-    private val resume: OperationChain => Unit = c => resumed.offer(c)
 
     /** Every chain, part by part; only after the round ran. */
     def chains: Array[OperationChain] = concat(parts)
 
     // Runs `c` on; true when it ran to its end (and published).
-    private def step(c: OperationChain): Boolean =
+    // Runs `c` on with `resume`; true when it ran to its end (and published).
+    private def step(c: OperationChain, resume: OperationChain => Unit): Boolean =
       if (c.run(resume)) { c.publish(); true }
       else false
 
@@ -164,9 +164,14 @@ private[sharedstate] object ChainScheduler {
       var waited = 0
       // Chains this worker finished and has not subtracted from Open yet (one subtraction per claim).
       var done = 0
+      // The first chain a decision made here resumes runs next here, while the decision's lines are
+      // in this core's cache; any others go to the shared queue, for whichever worker is free.
+      var next: OperationChain = null
+      val resumeHere: OperationChain => Unit = c => if (next == null) next = c else resumed.offer(c)
       while (counters.get(Open) > done && failure.get == null) {
-        val c = resumed.poll()
-        if (c != null) { if (step(c)) done += 1; waited = 0 }
+        var c = next
+        if (c != null) next = null else c = resumed.poll()
+        if (c != null) { if (step(c, resumeHere)) done += 1; waited = 0 }
         else {
           val from = if (counters.get(Cursor) < total) counters.getAndAdd(Cursor, Claim) else total
           if (from < total) {
@@ -175,7 +180,7 @@ private[sharedstate] object ChainScheduler {
             p = 0
             while (i < until) {
               while (i >= offsets(p + 1)) p += 1
-              if (step(parts(p)(i - offsets(p)))) done += 1
+              if (step(parts(p)(i - offsets(p)), resumeHere)) done += 1
               i += 1
             }
             waited = 0

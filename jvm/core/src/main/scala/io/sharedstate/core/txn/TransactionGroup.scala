@@ -18,7 +18,9 @@ import scala.jdk.CollectionConverters._
  * (arrival order), then transactions in [[TransactionId]] order, each transaction's reads of a key
  * before its writes of it. The step runs the per-key operation chains on `executor` (the common
  * fork/join pool by default, the pool States apply on; null = the committing thread), without locks
- * (see [[ChainScheduler]]), and publishes U on every member only after every chain published.
+ * (see [[ChainScheduler]]), and publishes U on every member only after every chain published. A step
+ * with fewer than `parallelFrom` accesses runs on the committing thread alone (see
+ * [[TransactionGroup.ParallelFrom]]).
  *
  * A writer registers on the group (it is registered on every member), stages transactions per
  * (writer, epoch, task) with [[stage]] (a retry replaces the task's batch) and plain updates on the
@@ -35,7 +37,8 @@ import scala.jdk.CollectionConverters._
  * before the members journal them ([[recordSteps]]), so a step a kill cut between two members'
  * journal commits is completed at the restart ([[completeStep]]).
  */
-final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
+final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int,
+    parallelFrom: Long = TransactionGroup.ParallelFrom)
     extends ProgressGroup {
   if (members.isEmpty) throw new SharedStateException(s"Transaction group '$name' needs at least one State.")
   private val dup = members.groupBy(_.name).collect { case (n, ss) if ss.size > 1 => n }
@@ -48,7 +51,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val lock = new ReentrantLock()
   private val round =
     new TransactionRound(states,
-      if (executor == null) ChainScheduler.inline else new ChainScheduler(executor, parallelism))
+      if (executor == null) ChainScheduler.inline else new ChainScheduler(executor, parallelism), parallelFrom)
   private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, TransactionBatch]]()
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
@@ -376,6 +379,15 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 }
 
 object TransactionGroup {
+
+  /**
+   * Rounds with fewer accesses than this (reads and writes of their transactions) are prepared and run
+   * on the committing thread alone: below it, waking a helper and handing dependencies between cores
+   * cost more than the second core saves (measured on 500-transaction rounds of the TStream
+   * applications, about 3,000 accesses: see benchmarks/results/transactions/parallel-round-2026-11-28).
+   * System property `sharedstate.txn.parallelFromAccesses`; 0 = always in parallel.
+   */
+  val ParallelFrom: Long = java.lang.Long.getLong("sharedstate.txn.parallelFromAccesses", 8192L).longValue
 
   /** What [[TransactionGroup.commitEpoch]] did: transactions accepted and rejected as late, U after it. */
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)

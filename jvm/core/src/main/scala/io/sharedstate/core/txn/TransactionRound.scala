@@ -24,7 +24,8 @@ import scala.collection.mutable.ArrayBuffer
  * transactions that read nothing. Only plain updates and replayed pairs are objects, sorted per chain.
  * The chains run once every part is prepared.
  */
-private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler) {
+private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler,
+    parallelFrom: Long = 0L) {
   private val names: Array[String] = states.map(_.name).toArray
   private val stateIndex: java.util.HashMap[String, Integer] = {
     val m = new java.util.HashMap[String, Integer]()
@@ -41,7 +42,12 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
     val runs = TransactionRound.ranked(txns)
     val horizons = horizonsAt(newU)
     val journaled = states.map(_.journaled).toArray
-    val built = scheduler.prepareAndRun(parts, u => prepare(u, newU, runs, horizons, journaled))
+    var accesses = 0L
+    runs.foreach(r => accesses += r.txn.reads.length + r.txn.writes.length)
+    val built =
+      if (accesses < parallelFrom) ChainScheduler.inline.prepareAndRun(1,
+        u => prepare(u, 1, newU, runs, horizons, journaled))
+      else scheduler.prepareAndRun(parts, u => prepare(u, parts, newU, runs, horizons, journaled))
     built.foreach(c => c.rejected.foreach(states(c.state).rejectApplied))
     decided(ArraySeq.unsafeWrapArray(runs.map(_.outcome)))
     journal(advances(newU, built))
@@ -56,17 +62,17 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
   }
 
   // Part u of a round: the chains of the keys in the partitions it owns (see the class comment).
-  private def prepare(u: Int, newU: Long, runs: Array[TransactionRun], horizons: Array[Long],
+  private def prepare(u: Int, parts: Int, newU: Long, runs: Array[TransactionRun], horizons: Array[Long],
       journaled: Array[Boolean]): Array[OperationChain] = {
     val table = new TransactionRound.Chains
-    addPlain(table, newU, u)
+    addPlain(table, newU, u, parts)
     // Pass 1: each of the part's accesses (as ChainOp.access) and its chain; how many each chain has.
     val found = new TransactionRound.Found
     var rank = 0
     while (rank < runs.length) {
       val txn = runs(rank).txn
-      locate(table, txn.reads, u, rank, write = false, found)
-      locate(table, txn.writes, u, rank, write = true, found)
+      locate(table, txn.reads, u, parts, rank, write = false, found)
+      locate(table, txn.writes, u, parts, rank, write = true, found)
       if (rank % parts == u) runs(rank).decideWithoutReads()
       rank += 1
     }
@@ -92,7 +98,7 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
   }
 
   // Of `keys`, those in part u: their chains and accesses into `found`, each chain counted.
-  private def locate(table: TransactionRound.Chains, keys: IndexedSeq[StateKey], u: Int, rank: Int,
+  private def locate(table: TransactionRound.Chains, keys: IndexedSeq[StateKey], u: Int, parts: Int, rank: Int,
       write: Boolean, found: TransactionRound.Found): Unit = {
     var i = 0
     while (i < keys.length) {
@@ -111,7 +117,7 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
   private def replayRound(advance: GroupAdvance): Unit = {
     val newU = advance.updateProgress
     val table = new TransactionRound.Chains
-    (0 until parts).foreach(u => addPlain(table, newU, u))
+    addPlain(table, newU, 0, 1)
     advance.pairs.iterator.zipWithIndex.foreach { case (p, i) =>
       table.addOther(0, new Key(p.key), new ChainOp.Put(p.time, i.toLong, p.value))
     }
@@ -123,7 +129,7 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
 
   // A chain per (State, key) of part u with a staged plain update below `newU`, the updates in arrival
   // order (a key's updates are all staged in its partition, so a count per part orders them).
-  private def addPlain(table: TransactionRound.Chains, newU: Long, u: Int): Unit = {
+  private def addPlain(table: TransactionRound.Chains, newU: Long, u: Int, parts: Int): Unit = {
     var arrival = 0L
     states.indices.foreach { s =>
       val ps = states(s).partitionsInternal

@@ -94,7 +94,7 @@ class ChainConcurrencySuite extends AnyFunSuite {
   private def contendedRound(seed: Int, executor: java.util.concurrent.Executor, parallelism: Int): Unit = {
     val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
     val states = workload.states.map(new State(_))
-    val group = new TransactionGroup("stress", states, executor, parallelism)
+    val group = new TransactionGroup("stress", states, executor, parallelism, parallelFrom = 0L)
     val oracle = new SequentialTransactions(workload.states)
     group.registerWriter("w")
     val batch = new TransactionBatch
@@ -147,7 +147,7 @@ class ChainConcurrencySuite extends AnyFunSuite {
   private def mixedRound(seed: Int, executor: java.util.concurrent.Executor, parallelism: Int): Unit = {
     val workload = new RandomMixWorkload(2000, keys = 10)
     val states = workload.states.map(new State(_))
-    val group = new TransactionGroup("mixed", states, executor, parallelism)
+    val group = new TransactionGroup("mixed", states, executor, parallelism, parallelFrom = 0L)
     val oracle = new SequentialTransactions(workload.states)
     group.registerWriter("w")
     val batch = new TransactionBatch

@@ -38,7 +38,7 @@ import scala.jdk.CollectionConverters._
  * journal commits is completed at the restart ([[completeStep]]).
  */
 final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int,
-    parallelFrom: Long = TransactionGroup.ParallelFrom)
+    parallelFrom: Long)
     extends ProgressGroup {
   if (members.isEmpty) throw new SharedStateException(s"Transaction group '$name' needs at least one State.")
   private val dup = members.groupBy(_.name).collect { case (n, ss) if ss.size > 1 => n }
@@ -80,6 +80,9 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     try states.foreach { s => s.joinGroup(this, lock); joined += s }
     catch { case e: Throwable => joined.foreach(_.leaveGroup()); throw e }
   }
+
+  def this(name: String, members: Seq[State], executor: Executor, parallelism: Int) =
+    this(name, members, executor, parallelism, TransactionGroup.ParallelFrom)
 
   def this(name: String, members: Seq[State]) =
     this(name, members, java.util.concurrent.ForkJoinPool.commonPool(),

@@ -189,7 +189,7 @@ class ChainConcurrencySuite extends AnyFunSuite {
     val held = new java.util.concurrent.ConcurrentLinkedQueue[Runnable]()
     try seeds.foreach { seed =>
         seed % 3 match {
-          case 0 => mixedRound(seed, pool, 2 + seed % 3)
+          case 0 => mixedRound(seed, pool, 2 + (seed / 3) % 3)
           case 1 =>
             mixedRound(seed, (r: Runnable) => held.add(r), 3) // the calling thread prepares every part
             Iterator.continually(held.poll()).takeWhile(_ != null).foreach(_.run())

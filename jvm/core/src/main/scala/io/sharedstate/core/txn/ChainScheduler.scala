@@ -111,7 +111,7 @@ private[sharedstate] object ChainScheduler {
     else if (round < 64 + IdleYields) Thread.`yield`()
     else LockSupport.parkNanos(20000L)
 
-  private val IdleYields = Integer.getInteger("sharedstate.txn.idleYields", 4096).intValue
+  private final val IdleYields = 4096
 
   /**
    * One round's shared work: the parts not prepared yet, then the chains not claimed yet (part by

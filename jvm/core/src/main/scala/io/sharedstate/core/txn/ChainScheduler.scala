@@ -1,7 +1,7 @@
 package io.sharedstate.core.txn
 
 import java.util.concurrent.{ConcurrentLinkedQueue, Executor, ForkJoinPool}
-import java.util.concurrent.atomic.{AtomicInteger, AtomicReference}
+import java.util.concurrent.atomic.{AtomicIntegerArray, AtomicReference}
 import java.util.concurrent.locks.LockSupport
 
 /**
@@ -29,11 +29,32 @@ import java.util.concurrent.locks.LockSupport
  * `parallelism` 1 (all on the calling thread). [[run]] returns once every chain ran to its end and
  * published.
  */
-private[sharedstate] final class ChainScheduler(executor: Executor, parallelism: Int) {
+private[sharedstate] final class ChainScheduler(executor: Executor, val parallelism: Int) {
 
   def run(chains: Array[OperationChain]): Unit = if (chains.nonEmpty) {
-    if (executor == null || parallelism <= 1 || chains.length < 2) runInline(chains) else runParallel(chains)
+    if (executor == null || parallelism <= 1 || chains.length < 2) runInline(chains)
+    else runRound(new ChainScheduler.Round(1, _ => chains))
   }
+
+  /**
+   * Prepares a round in `units` parts and runs the chains they build: `prepare(u)` builds part u's
+   * chains (each part owns its keys: no chain of one part touches a key of another, and a part's
+   * preparation touches only its own keys' partitions), each part on whichever worker claims it. No
+   * chain starts before every part is prepared (a worker that finds no part left waits only for the
+   * parts being prepared on running threads: never for a helper that has not started). Returns every
+   * chain, part by part.
+   */
+  def prepareAndRun(units: Int, prepare: Int => Array[OperationChain]): Array[OperationChain] =
+    if (executor == null || parallelism <= 1) {
+      val parts = Array.tabulate(units)(prepare)
+      val chains = ChainScheduler.concat(parts)
+      if (chains.nonEmpty) runInline(chains)
+      chains
+    } else {
+      val round = new ChainScheduler.Round(units, prepare)
+      runRound(round)
+      round.chains
+    }
 
   private def runInline(chains: Array[OperationChain]): Unit = {
     val resumed = new java.util.ArrayDeque[OperationChain]()
@@ -48,8 +69,7 @@ private[sharedstate] final class ChainScheduler(executor: Executor, parallelism:
       s"transaction scheduler: ${chains.length - finished} chain(s) never resumed (a dependency cycle)")
   }
 
-  private def runParallel(chains: Array[OperationChain]): Unit = {
-    val round = new ChainScheduler.Round(chains)
+  private def runRound(round: ChainScheduler.Round): Unit = {
     var h = 1
     while (h < parallelism) { executor.execute(() => round.work()); h += 1 }
     round.work()
@@ -71,40 +91,107 @@ private[sharedstate] object ChainScheduler {
   // Chains claimed at a time from the cursor: enough to amortise the claim, few enough to balance.
   private val Claim = 8
 
-  /** One round's shared work: the chains not claimed yet, the resumed ones, how many are still open. */
-  private final class Round(chains: Array[OperationChain]) {
-    private val cursor = new AtomicInteger()
-    private val resumed = new ConcurrentLinkedQueue[OperationChain]()
-    private val open = new AtomicInteger(chains.length)
-    val failure = new AtomicReference[Throwable]()
-    private val resume: OperationChain => Unit = c => resumed.offer(c)
+  // Ints per cache line and then some (a line is 64 bytes; 128 keeps adjacent-line prefetch apart).
+  private final val Pad = 32
 
-    private def step(c: OperationChain): Unit =
-      if (c.run(resume)) { c.publish(); open.decrementAndGet() }
+  private[txn] def concat(parts: Array[Array[OperationChain]]): Array[OperationChain] =
+    if (parts.length == 1) parts(0)
+    else {
+      val out = new Array[OperationChain](parts.iterator.map(_.length).sum)
+      var at = 0
+      parts.foreach { p => System.arraycopy(p, 0, out, at, p.length); at += p.length }
+      out
+    }
+
+  // Backs off a worker with nothing to do: spins briefly, then yields, then naps. What it waits for
+  // is being done by a running thread and is short (a chain, a part's preparation), and a nap lasts
+  // at least the timer's slack (~50 us on Linux, most of a small round): it yields long before it naps.
+  private def idle(round: Int): Unit =
+    if (round < 64) Thread.onSpinWait()
+    else if (round < 64 + IdleYields) Thread.`yield`()
+    else LockSupport.parkNanos(20000L)
+
+  private final val IdleYields = 4096
+
+  /**
+   * One round's shared work: the parts not prepared yet, then the chains not claimed yet (part by
+   * part, as one sequence), the resumed ones, how many are still open.
+   */
+  private final class Round(units: Int, prepare: Int => Array[OperationChain]) {
+    // The round's counters, each on a cache line of its own (both workers write them all the time:
+    // sharing a line would make every claim and count a miss on the other core).
+    private val counters = new AtomicIntegerArray(5 * Pad)
+    private final val UnitCursor = Pad
+    private final val Prepared = 2 * Pad
+    private final val Cursor = 3 * Pad
+    private final val Open = 4 * Pad
+    // Each part's chains, written before `prepared` counts it (the count's increment publishes them).
+    private val parts = new Array[Array[OperationChain]](units)
+    private val resumed = new ConcurrentLinkedQueue[OperationChain]()
+    val failure = new AtomicReference[Throwable]()
+
+    /** Every chain, part by part; only after the round ran. */
+    def chains: Array[OperationChain] = concat(parts)
+
+    // Runs `c` on; true when it ran to its end (and published).
+    // Runs `c` on with `resume`; true when it ran to its end (and published).
+    private def step(c: OperationChain, resume: OperationChain => Unit): Boolean =
+      if (c.run(resume)) { c.publish(); true }
+      else false
 
     /** Works until every chain is done (or one failed). */
     def work(): Unit =
       try {
-        var idle = 0
-        while (open.get > 0 && failure.get == null) {
-          val c = resumed.poll()
-          if (c != null) { step(c); idle = 0 }
-          else {
-            val from = if (cursor.get < chains.length) cursor.getAndAdd(Claim) else chains.length
-            if (from < chains.length) {
-              var i = from
-              val until = math.min(from + Claim, chains.length)
-              while (i < until) { step(chains(i)); i += 1 }
-              idle = 0
-            } else {
-              // Every chain is claimed: the open ones are parked or running elsewhere.
-              idle += 1
-              if (idle < 64) Thread.onSpinWait()
-              else if (idle < 128) Thread.`yield`()
-              else LockSupport.parkNanos(20000L)
+        var u = counters.getAndIncrement(UnitCursor)
+        while (u < units && failure.get == null) {
+          val built = prepare(u)
+          parts(u) = built
+          counters.addAndGet(Open, built.length)
+          counters.incrementAndGet(Prepared)
+          u = counters.getAndIncrement(UnitCursor)
+        }
+        var waited = 0
+        while (counters.get(Prepared) < units && failure.get == null) { idle(waited); waited += 1 }
+        if (failure.get == null) runChains()
+      } catch { case e: Throwable => failure.compareAndSet(null, e) }
+
+    private def runChains(): Unit = {
+      // Where each part starts in the sequence of all chains.
+      val offsets = new Array[Int](units + 1)
+      var p = 0
+      while (p < units) { offsets(p + 1) = offsets(p) + parts(p).length; p += 1 }
+      val total = offsets(units)
+      var waited = 0
+      // Chains this worker finished and has not subtracted from Open yet (one subtraction per claim).
+      var done = 0
+      // The first chain a decision made here resumes runs next here, while the decision's lines are
+      // in this core's cache; any others go to the shared queue, for whichever worker is free.
+      var next: OperationChain = null
+      val resumeHere: OperationChain => Unit = c => if (next == null) next = c else resumed.offer(c)
+      while (counters.get(Open) > done && failure.get == null) {
+        var c = next
+        if (c != null) next = null else c = resumed.poll()
+        if (c != null) { if (step(c, resumeHere)) done += 1; waited = 0 }
+        else {
+          val from = if (counters.get(Cursor) < total) counters.getAndAdd(Cursor, Claim) else total
+          if (from < total) {
+            var i = from
+            val until = math.min(from + Claim, total)
+            p = 0
+            while (i < until) {
+              while (i >= offsets(p + 1)) p += 1
+              if (step(parts(p)(i - offsets(p)), resumeHere)) done += 1
+              i += 1
             }
+            waited = 0
+          } else {
+            // Every chain is claimed: the open ones are parked or running elsewhere.
+            if (done > 0) { counters.addAndGet(Open, -done); done = 0 }
+            idle(waited); waited += 1
           }
         }
-      } catch { case e: Throwable => failure.compareAndSet(null, e) }
+      }
+      if (done > 0) counters.addAndGet(Open, -done)
+    }
   }
 }

@@ -18,7 +18,9 @@ import scala.jdk.CollectionConverters._
  * (arrival order), then transactions in [[TransactionId]] order, each transaction's reads of a key
  * before its writes of it. The step runs the per-key operation chains on `executor` (the common
  * fork/join pool by default, the pool States apply on; null = the committing thread), without locks
- * (see [[ChainScheduler]]), and publishes U on every member only after every chain published.
+ * (see [[ChainScheduler]]), and publishes U on every member only after every chain published. A step
+ * with fewer than `parallelFrom` accesses runs on the committing thread alone (see
+ * [[TransactionGroup.ParallelFrom]]).
  *
  * A writer registers on the group (it is registered on every member), stages transactions per
  * (writer, epoch, task) with [[stage]] (a retry replaces the task's batch) and plain updates on the
@@ -35,7 +37,8 @@ import scala.jdk.CollectionConverters._
  * before the members journal them ([[recordSteps]]), so a step a kill cut between two members'
  * journal commits is completed at the restart ([[completeStep]]).
  */
-final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int)
+final class TransactionGroup(val name: String, members: Seq[State], executor: Executor, parallelism: Int,
+    parallelFrom: Long)
     extends ProgressGroup {
   if (members.isEmpty) throw new SharedStateException(s"Transaction group '$name' needs at least one State.")
   private val dup = members.groupBy(_.name).collect { case (n, ss) if ss.size > 1 => n }
@@ -48,11 +51,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   private val lock = new ReentrantLock()
   private val round =
     new TransactionRound(states,
-      if (executor == null) ChainScheduler.inline else new ChainScheduler(executor, parallelism))
+      if (executor == null) ChainScheduler.inline else new ChainScheduler(executor, parallelism), parallelFrom)
   private val staging = new ConcurrentHashMap[(String, Long), ConcurrentHashMap[Int, TransactionBatch]]()
   private val lastEpoch = mutable.HashMap.empty[String, Long]
   private val waiting = ArrayBuffer.empty[(TransactionId, Transaction)] // committed, time >= U
-  private val outcomes = new ConcurrentLinkedQueue[TransactionOutcome]()
+  // Each step's outcomes as one element: one node and one compare-and-set per step, not per outcome.
+  private val outcomes = new ConcurrentLinkedQueue[IndexedSeq[TransactionOutcome]]()
   private val lateTotal = new java.util.concurrent.atomic.AtomicLong()
   private val late = new ConcurrentLinkedQueue[RejectedTransaction]() // not drained yet (drainLate)
   @volatile private var decidedHook: TransactionGroup.Decided = null // set: outcomes go there, not to the queues
@@ -76,6 +80,9 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
     try states.foreach { s => s.joinGroup(this, lock); joined += s }
     catch { case e: Throwable => joined.foreach(_.leaveGroup()); throw e }
   }
+
+  def this(name: String, members: Seq[State], executor: Executor, parallelism: Int) =
+    this(name, members, executor, parallelism, TransactionGroup.ParallelFrom)
 
   def this(name: String, members: Seq[State]) =
     this(name, members, java.util.concurrent.ForkJoinPool.commonPool(),
@@ -267,8 +274,12 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
   // ---- results ----
 
   /** The outcomes that became final since the last call, in (time, id) order. */
-  def drainOutcomes(): Seq[TransactionOutcome] =
-    Iterator.continually(outcomes.poll()).takeWhile(_ != null).toVector
+  def drainOutcomes(): Seq[TransactionOutcome] = {
+    val out = Vector.newBuilder[TransactionOutcome]
+    var step = outcomes.poll()
+    while (step != null) { out ++= step; step = outcomes.poll() }
+    out.result()
+  }
 
   /**
    * How many transactions were rejected as late since the group was made. Not kept one by one here
@@ -310,7 +321,7 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
           decided = os => {
             val hook = decidedHook
             if (hook != null) hook.decided(os, IndexedSeq.empty)
-            else outcomes.addAll(os.asJava) // one splice, not a compare-and-set per outcome
+            else outcomes.add(os)
           },
           journal = journalStep
         )
@@ -341,13 +352,22 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 
   // Every State a transaction touches is a member (no Set built per transaction: this runs per event).
   private def checkStates(txn: Transaction): Unit = {
+    checkStates(txn.reads)
+    checkStates(txn.writes)
+  }
+
+  private val memberNames: Array[String] = states.map(_.name).toArray
+
+  // A transaction's State names are most often the members' own String objects: a reference compare
+  // finds those without hashing or comparing characters; any other name is looked up by value.
+  private def checkStates(keys: IndexedSeq[StateKey]): Unit = {
     var i = 0
-    while (i < txn.reads.length) {
-      if (!byName.contains(txn.reads(i).state)) throw unknownState(txn.reads(i).state); i += 1
-    }
-    i = 0
-    while (i < txn.writes.length) {
-      if (!byName.contains(txn.writes(i).state)) throw unknownState(txn.writes(i).state); i += 1
+    while (i < keys.length) {
+      val n = keys(i).state
+      var s = 0
+      while (s < memberNames.length && (memberNames(s) ne n)) s += 1
+      if (s == memberNames.length && !byName.contains(n)) throw unknownState(n)
+      i += 1
     }
   }
 
@@ -362,6 +382,15 @@ final class TransactionGroup(val name: String, members: Seq[State], executor: Ex
 }
 
 object TransactionGroup {
+
+  /**
+   * Rounds with fewer accesses than this (reads and writes of their transactions) are prepared and run
+   * on the committing thread alone: below it, waking a helper and handing dependencies between cores
+   * cost more than the second core saves (measured on 500-transaction rounds of the TStream
+   * applications, about 3,000 accesses: see benchmarks/results/transactions/parallel-round-2026-11-28).
+   * System property `sharedstate.txn.parallelFromAccesses`; 0 = always in parallel.
+   */
+  val ParallelFrom: Long = java.lang.Long.getLong("sharedstate.txn.parallelFromAccesses", 8192L).longValue
 
   /** What [[TransactionGroup.commitEpoch]] did: transactions accepted and rejected as late, U after it. */
   final case class CommitOutcome(alreadyCommitted: Boolean, accepted: Int, rejected: Int, updateProgress: Long)

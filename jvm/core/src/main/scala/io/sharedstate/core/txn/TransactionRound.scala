@@ -13,92 +13,130 @@ import scala.collection.mutable.ArrayBuffer
  * returns the outcomes in (time, id) order. Publishing U is the caller's, after this returns
  * (everything below it is applied, and journaled, by then).
  *
- * The chains are built without an object per access: the transactions are ranked by (time, id), each
- * access gets its chain in one pass (a hash look-up per access), and a second pass lays every chain's
- * accesses out in one array, each chain a slice of it, already in the order they apply in (ranks
- * ascending, a transaction's reads before its writes): no sort. Only plain updates and replayed pairs
- * are objects, sorted per chain.
+ * The chains are built without an object per access, and in parallel (TStream's partitioned
+ * preparation): the transactions are ranked by (time, id) once, then the round is prepared in parts,
+ * part u owning partition q of every member when q % parts = u (the State partition of the key decides,
+ * so a part's keys, staged plain updates and key tables are its own). Each part, on whichever worker of
+ * the scheduler claims it, takes its partitions' staged updates, finds the chain of each of its accesses
+ * (a hash look-up per access, in a table of its own), lays its chains' accesses out in one array, each
+ * chain a slice of it, already in the order they apply in (ranks ascending, a transaction's reads
+ * before its writes): no sort; reserves room for its new keys, and decides its share of the
+ * transactions that read nothing. Only plain updates and replayed pairs are objects, sorted per chain.
+ * The chains run once every part is prepared.
  */
-private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler) {
+private[sharedstate] final class TransactionRound(states: IndexedSeq[State], scheduler: ChainScheduler,
+    parallelFrom: Long = 0L) {
+  private val names: Array[String] = states.map(_.name).toArray
   private val stateIndex: java.util.HashMap[String, Integer] = {
     val m = new java.util.HashMap[String, Integer]()
     states.indices.foreach(i => m.put(states(i).name, i))
     m
   }
+  private val partitionCounts: Array[Int] = states.map(_.partitionCount).toArray
+  // Parts a round is prepared in: one per worker, at most one per partition of the largest member.
+  private val parts: Int = math.max(1, math.min(scheduler.parallelism, partitionCounts.max))
 
   def run(newU: Long, txns: IndexedSeq[(TransactionId, Transaction)],
       decided: IndexedSeq[TransactionOutcome] => Unit,
       journal: IndexedSeq[(State, GroupAdvance)] => Unit): Unit = {
     val runs = TransactionRound.ranked(txns)
-    val table = new TransactionRound.Chains
-    addPlain(table, newU)
-    // Pass 1: each access's chain, and how many accesses each chain has.
-    var total = 0
-    runs.foreach(r => total += r.txn.reads.length + r.txn.writes.length)
-    val chainOf = new Array[Int](total)
-    var a = 0
-    var rank = 0
-    while (rank < runs.length) {
-      val txn = runs(rank).txn
-      a = locate(table, txn.reads, chainOf, a)
-      a = locate(table, txn.writes, chainOf, a)
-      runs(rank).decideWithoutReads()
-      rank += 1
-    }
-    // Pass 2: every chain's accesses in one array, chain c in [start(c), start(c + 1)).
-    val start = table.starts()
-    val next = Arrays.copyOf(start, start.length)
-    val accesses = new Array[Long](total)
-    a = 0
-    rank = 0
-    while (rank < runs.length) {
-      val txn = runs(rank).txn
-      var i = 0
-      while (i < txn.reads.length) {
-        val c = chainOf(a); accesses(next(c)) = ChainOp.access(rank, write = false, i); next(c) += 1; a += 1; i += 1
-      }
-      i = 0
-      while (i < txn.writes.length) {
-        val c = chainOf(a); accesses(next(c)) = ChainOp.access(rank, write = true, i); next(c) += 1; a += 1; i += 1
-      }
-      rank += 1
-    }
-    val built = execute(newU, table, accesses, start, runs)
+    val horizons = horizonsAt(newU)
+    val journaled = states.map(_.journaled).toArray
+    var accesses = 0L
+    runs.foreach(r => accesses += r.txn.reads.length + r.txn.writes.length)
+    val built =
+      if (accesses < parallelFrom) ChainScheduler.inline.prepareAndRun(1,
+        u => prepare(u, 1, newU, runs, horizons, journaled))
+      else scheduler.prepareAndRun(parts, u => prepare(u, parts, newU, runs, horizons, journaled))
+    built.foreach(c => c.rejected.foreach(states(c.state).rejectApplied))
     decided(ArraySeq.unsafeWrapArray(runs.map(_.outcome)))
     journal(advances(newU, built))
     feedChanges(newU, built)
   }
 
-  // The chain of each of `keys` into chainOf(a...), counted; returns the next a.
-  private def locate(
-      table: TransactionRound.Chains, keys: IndexedSeq[StateKey], chainOf: Array[Int], from: Int): Int = {
-    var a = from
+  private def horizonsAt(newU: Long): Array[Long] = {
+    val h = new Array[Long](states.length)
+    var s = 0
+    while (s < h.length) { h(s) = math.min(states(s).fetchProgress, newU); s += 1 }
+    h
+  }
+
+  // Part u of a round: the chains of the keys in the partitions it owns (see the class comment).
+  private def prepare(u: Int, parts: Int, newU: Long, runs: Array[TransactionRun], horizons: Array[Long],
+      journaled: Array[Boolean]): Array[OperationChain] = {
+    val table = new TransactionRound.Chains
+    addPlain(table, newU, u, parts)
+    // Pass 1: each of the part's accesses (as ChainOp.access) and its chain; how many each chain has.
+    val found = new TransactionRound.Found
+    var rank = 0
+    while (rank < runs.length) {
+      val txn = runs(rank).txn
+      locate(table, txn.reads, u, parts, rank, write = false, found)
+      locate(table, txn.writes, u, parts, rank, write = true, found)
+      if (rank % parts == u) runs(rank).decideWithoutReads()
+      rank += 1
+    }
+    // Pass 2: every chain's accesses in one array, chain c in [start(c), start(c + 1)).
+    val start = table.starts()
+    val next = Arrays.copyOf(start, start.length)
+    val accesses = new Array[Long](found.n)
+    var j = 0
+    while (j < found.n) {
+      val c = found.chains(j)
+      accesses(next(c)) = found.accesses(j); next(c) += 1
+      j += 1
+    }
+    build(table, accesses, start, runs, horizons, journaled)
+  }
+
+  // The index of the member State named `name`: the names a transaction carries are most often the
+  // members' own String objects, so a reference compare usually finds it without hashing.
+  private def indexOfState(name: String): Int = {
+    var s = 0
+    while (s < names.length) { if (names(s) eq name) return s; s += 1 }
+    stateIndex.get(name).intValue
+  }
+
+  // Of `keys`, those in part u: their chains and accesses into `found`, each chain counted.
+  private def locate(table: TransactionRound.Chains, keys: IndexedSeq[StateKey], u: Int, parts: Int, rank: Int,
+      write: Boolean, found: TransactionRound.Found): Unit = {
     var i = 0
     while (i < keys.length) {
       val k = keys(i)
-      val c = table.chainOf(stateIndex.get(k.state).intValue, k.key)
-      table.counts(c) += 1
-      chainOf(a) = c
-      a += 1; i += 1
+      val s = indexOfState(k.state)
+      if (k.key.partition(partitionCounts(s)) % parts == u) {
+        val c = table.chainOf(s, k.key)
+        table.counts(c) += 1
+        found.add(c, ChainOp.access(rank, write, i))
+      }
+      i += 1
     }
-    a
   }
 
   /** Replays one journaled round of the only member State: its plain updates below U and the journaled pairs. */
   private def replayRound(advance: GroupAdvance): Unit = {
+    val newU = advance.updateProgress
     val table = new TransactionRound.Chains
-    addPlain(table, advance.updateProgress)
+    addPlain(table, newU, 0, 1)
     advance.pairs.iterator.zipWithIndex.foreach { case (p, i) =>
       table.addOther(0, new Key(p.key), new ChainOp.Put(p.time, i.toLong, p.value))
     }
-    feedChanges(advance.updateProgress, execute(advance.updateProgress, table, Array.emptyLongArray, null, null))
+    val built = build(table, Array.emptyLongArray, null, null, horizonsAt(newU), states.map(_.journaled).toArray)
+    scheduler.run(built)
+    built.foreach(c => c.rejected.foreach(states(c.state).rejectApplied))
+    feedChanges(newU, built)
   }
 
-  // A chain per (State, key) with a staged plain update below `newU`, the updates in arrival order.
-  private def addPlain(table: TransactionRound.Chains, newU: Long): Unit = {
+  // A chain per (State, key) of part u with a staged plain update below `newU`, the updates in arrival
+  // order (a key's updates are all staged in its partition, so a count per part orders them).
+  private def addPlain(table: TransactionRound.Chains, newU: Long, u: Int, parts: Int): Unit = {
     var arrival = 0L
     states.indices.foreach { s =>
-      states(s).partitionsInternal.foreach { p =>
+      val ps = states(s).partitionsInternal
+      var q = u
+      while (q < ps.length) {
+        val p = ps(q)
+        q += parts
         val ready = p.takeStagedBefore(newU)
         if (ready != null) {
           var i = 0
@@ -112,12 +150,10 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
     }
   }
 
-  // Runs the chains (accesses of chain c in start(c) until start(c + 1); `start` null: none), and routes
-  // the rule failures to their States' rejected logs.
-  private def execute(newU: Long, table: TransactionRound.Chains, accesses: Array[Long], start: Array[Int],
-      runs: Array[TransactionRun]): Array[OperationChain] = {
-    val horizons = states.map(s => math.min(s.fetchProgress, newU)).toArray
-    val journaled = states.map(_.journaled).toArray
+  // The chains of `table` (accesses of chain c in start(c) until start(c + 1); `start` null: none), with
+  // room reserved in their partitions for the keys they may publish.
+  private def build(table: TransactionRound.Chains, accesses: Array[Long], start: Array[Int],
+      runs: Array[TransactionRun], horizons: Array[Long], journaled: Array[Boolean]): Array[OperationChain] = {
     // New keys are published by their chains: room for them first (one chain per key, at most).
     val perPartition = states.map(s => new Array[Int](s.partitionCount)).toArray
     val built = new Array[OperationChain](table.size)
@@ -150,8 +186,6 @@ private[sharedstate] final class TransactionRound(states: IndexedSeq[State], sch
       }
       s += 1
     }
-    scheduler.run(built)
-    built.foreach(c => c.rejected.foreach(states(c.state).rejectApplied))
     built
   }
 
@@ -190,25 +224,78 @@ private[sharedstate] object TransactionRound {
 
   /** The transactions in (time, id) order, each with its rank. */
   private def ranked(txns: IndexedSeq[(TransactionId, Transaction)]): Array[TransactionRun] = {
-    val sorted = txns.toArray
-    Arrays.sort(
-      sorted,
-      (a: (TransactionId, Transaction), b: (TransactionId, Transaction)) => {
-        val c = java.lang.Long.compare(a._2.time, b._2.time)
-        if (c != 0) c else a._1.compare(b._1)
-      }
-    )
-    val runs = new Array[TransactionRun](sorted.length)
-    var i = 0
-    while (i < runs.length) { runs(i) = new TransactionRun(sorted(i)._1, sorted(i)._2, i); i += 1 }
+    val order = packedOrder(txns)
+    val runs = new Array[TransactionRun](txns.length)
+    if (order != null) {
+      var i = 0
+      while (i < runs.length) { val (id, t) = txns(order(i)); runs(i) = new TransactionRun(id, t, i); i += 1 }
+    } else {
+      val sorted = txns.toArray
+      Arrays.sort(
+        sorted,
+        (a: (TransactionId, Transaction), b: (TransactionId, Transaction)) => {
+          val c = java.lang.Long.compare(a._2.time, b._2.time)
+          if (c != 0) c else a._1.compare(b._1)
+        }
+      )
+      var i = 0
+      while (i < runs.length) { runs(i) = new TransactionRun(sorted(i)._1, sorted(i)._2, i); i += 1 }
+    }
     runs
+  }
+
+  /**
+   * The (time, id) order of `txns` as positions, by one sort of primitive longs, when they come in id
+   * order (as one writer commits them: epoch by epoch, task by task) and their times span few enough
+   * values that a time and a position fit in one long: (time - least) above the position, so the longs'
+   * order is time, then position, which is then id. Null otherwise (the caller sorts by comparison).
+   */
+  private[txn] def packedOrder(txns: IndexedSeq[(TransactionId, Transaction)]): Array[Int] = {
+    val n = txns.length
+    if (n < 2) return Array.range(0, n)
+    var least = Long.MaxValue
+    var most = Long.MinValue
+    var i = 0
+    var previous: TransactionId = null
+    while (i < n) {
+      val (id, t) = txns(i)
+      if (previous != null && previous.compare(id) >= 0) return null
+      previous = id
+      if (t.time < least) least = t.time
+      if (t.time > most) most = t.time
+      i += 1
+    }
+    val bits = 32 - Integer.numberOfLeadingZeros(n)
+    val span = most - least // negative if it overflowed
+    if (span < 0 || span >= (1L << (63 - bits))) return null
+    val keys = new Array[Long](n)
+    i = 0
+    while (i < n) { keys(i) = ((txns(i)._2.time - least) << bits) | i; i += 1 }
+    Arrays.sort(keys)
+    val mask = (1L << bits) - 1
+    val order = new Array[Int](n)
+    i = 0
+    while (i < n) { order(i) = (keys(i) & mask).toInt; i += 1 }
+    order
+  }
+
+  /** A part's accesses as pass 1 finds them: each one's chain and its ChainOp.access, in rank order. */
+  private final class Found {
+    var n = 0
+    var chains = new Array[Int](256)
+    var accesses = new Array[Long](256)
+
+    def add(chain: Int, access: Long): Unit = {
+      if (n == chains.length) { chains = Arrays.copyOf(chains, n * 2); accesses = Arrays.copyOf(accesses, n * 2) }
+      chains(n) = chain; accesses(n) = access; n += 1
+    }
   }
 
   /**
    * The round's chains as they are found: each one's State, key, plain updates or replayed pairs, access
    * count. Found by (State, key) in an open-addressing index of chain numbers (linear probing, load at
-   * most 1/2), not a HashMap of boxed numbers: a round looks up every access of every transaction here
-   * on one thread before any chain runs, so this is on the round's serial path.
+   * most 1/2), not a HashMap of boxed numbers: a part looks up each of its accesses here before any
+   * chain runs, so this is on the path every chain waits for.
    */
   private final class Chains {
     private var n = 0

@@ -1,6 +1,6 @@
 package io.sharedstate.core.txn
 
-import io.sharedstate.core.{EventTime, Key, State, StatePartition}
+import io.sharedstate.core.{EventTime, Key, State, StatePartition, UpdateBatch}
 import io.sharedstate.core.rules.UpdateRule
 import io.sharedstate.core.txn.apps.StreamingLedger
 import java.util.concurrent.{ConcurrentHashMap, ForkJoinPool}
@@ -94,7 +94,7 @@ class ChainConcurrencySuite extends AnyFunSuite {
   private def contendedRound(seed: Int, executor: java.util.concurrent.Executor, parallelism: Int): Unit = {
     val workload = new StreamingLedger(3000, records = 40, skew = 0.6)
     val states = workload.states.map(new State(_))
-    val group = new TransactionGroup("stress", states, executor, parallelism)
+    val group = new TransactionGroup("stress", states, executor, parallelism, parallelFrom = 0L)
     val oracle = new SequentialTransactions(workload.states)
     group.registerWriter("w")
     val batch = new TransactionBatch
@@ -139,5 +139,65 @@ class ChainConcurrencySuite extends AnyFunSuite {
         contendedRound(seed, pool, 4)
       }
     finally pool.shutdownNow()
+  }
+
+  // One round of random transactions and plain updates over three States of 1-3 partitions (the mix
+  // workload, few hot keys: aborts, deletes, ties, throwing logic) through `group`, prepared in as many
+  // parts as the scheduler has workers, against the sequential oracle: outcomes and every key's history.
+  private def mixedRound(seed: Int, executor: java.util.concurrent.Executor, parallelism: Int): Unit = {
+    val workload = new RandomMixWorkload(2000, keys = 10)
+    val states = workload.states.map(new State(_))
+    val group = new TransactionGroup("mixed", states, executor, parallelism, parallelFrom = 0L)
+    val oracle = new SequentialTransactions(workload.states)
+    group.registerWriter("w")
+    val batch = new TransactionBatch
+    val updates = states.map(s => s.name -> new UpdateBatch).toMap
+    workload.events(seed).foreach {
+      case TxnEvent.Txn(t) => batch.add(t); oracle.txn(TransactionId("w", 0, 0, batch.size - 1), t)
+      case TxnEvent.Plain(s, k, t, v) => updates(s).add(k, t, v); oracle.plain(s, k, t, v)
+    }
+    group.stage("w", 0, 0, batch)
+    states.foreach(s => s.stage("w", 0, 0, updates(s.name)))
+    group.commitEpoch("w", 0, 0L)
+    group.finishWriter("w") // U to +infinity: the whole epoch is one round
+    val engine = group.drainOutcomes()
+    val expected = oracle.run()
+    assert(
+      engine.map(o => (o.id, o.committed, o.reads.map(_.map(_.toSeq)), Option(o.reason).map(_.takeWhile(_ != ':')))) ==
+        expected.map(o =>
+          (o.id, o.committed, o.reads.map(_.map(_.toSeq)), Option(o.reason).map(_.takeWhile(_ != ':')))),
+      s"seed $seed outcomes"
+    )
+    val histories = states.flatMap { s =>
+      (0 until s.partitionCount).flatMap { p =>
+        val b = scala.collection.mutable.ArrayBuffer.empty[((String, Seq[Byte]), Seq[(Long, Seq[Byte])])]
+        s.partition(p).foreachEntry { (k, set) =>
+          if (set.size > 0)
+            b += ((s.name, k.bytes.toSeq) -> (0 until set.size).map(i => (set.timeAt(i), set.valueAt(i).toSeq)))
+        }
+        b
+      }
+    }.toMap
+    assert(histories == oracle.histories, s"seed $seed histories")
+  }
+
+  test("a round prepared in parts (plain updates and transactions over States of 1-3 partitions) equals the " +
+    "sequential oracle, with 2-4 workers, helpers that never start and helpers late on a busy pool (seeded stress)") {
+    val seeds = if (long) 1 to 120 else 1 to 9
+    val pool = new ForkJoinPool(4)
+    val one = new ForkJoinPool(1)
+    val held = new java.util.concurrent.ConcurrentLinkedQueue[Runnable]()
+    try seeds.foreach { seed =>
+        seed % 3 match {
+          case 0 => mixedRound(seed, pool, 2 + (seed / 3) % 3)
+          case 1 =>
+            mixedRound(seed, (r: Runnable) => held.add(r), 3) // the calling thread prepares every part
+            Iterator.continually(held.poll()).takeWhile(_ != null).foreach(_.run())
+          case _ =>
+            one.execute(() => Thread.sleep(3)) // helpers queue behind it and join mid-preparation or later
+            mixedRound(seed, one, 3)
+        }
+      }
+    finally { pool.shutdownNow(); one.shutdownNow() }
   }
 }

@@ -26,7 +26,8 @@ final class TxnModelRun(workload: TxnWorkload, seed: Long, threads: Int) {
 
   private def drive(pool: Executor): Result = {
     val states = workload.states.map(new State(_))
-    val group = new TransactionGroup(s"g_${workload.name}", states, pool, math.max(1, threads))
+    // Every round in parallel parts when there is a pool (the committing thread alone is threads 0 and 1).
+    val group = new TransactionGroup(s"g_${workload.name}", states, pool, math.max(1, threads), parallelFrom = 0L)
     val oracle = new SequentialTransactions(workload.states)
     val events = workload.events(seed)
     val writers = Vector.tabulate(1 + rnd.nextInt(3))(i => s"w$i")

@@ -133,7 +133,6 @@ private[sharedstate] object ChainScheduler {
     /** Every chain, part by part; only after the round ran. */
     def chains: Array[OperationChain] = concat(parts)
 
-    // Runs `c` on; true when it ran to its end (and published).
     // Runs `c` on with `resume`; true when it ran to its end (and published).
     private def step(c: OperationChain, resume: OperationChain => Unit): Boolean =
       if (c.run(resume)) { c.publish(); true }

@@ -253,13 +253,7 @@ private[core] object KeyTable {
           else {
             val set = s.asInstanceOf[Array[Byte]]
             touchSet(set)
-            val m = ValueSet.keyMatch(set, key)
-            if (m > 0) set
-            else if (m == 0) owners(j).get(key, hashes(j)) // same hash, another key: probe on
-            else { // a set that keeps no key: the stored key object says
-              val k = t.keys.get(2 * i)
-              if (k != null && ((k eq key) || key.equals(k))) set else owners(j).get(key, hashes(j))
-            }
+            if (t.holds(i, set, key)) set else owners(j).get(key, hashes(j)) // same hash, another key
           }
         }
       owners(j) = null; tables(j) = null; keys(j) = null
@@ -308,16 +302,15 @@ private[core] object KeyTable {
       while (true) {
         val hh = hashes.get(i)
         if (hh == 0) return -1
-        if (hh == h && holds(i, key)) return i
+        if (hh == h && holds(i, keys.get(2 * i + 1), key)) return i
         i = (i + 1) & mask
       }
       -1
     }
 
-    // Slot i holds `key`: its set says so if it keeps its key (one line read, not the key object's),
-    // else the stored key object.
-    private def holds(i: Int, key: Key): Boolean = {
-      val s = keys.get(2 * i + 1)
+    // Slot i, whose set was read as `s`, holds `key`: the set says so if it keeps its key (one line
+    // read, not the key object's), else the stored key object.
+    def holds(i: Int, s: AnyRef, key: Key): Boolean = {
       val m = if (s == null || (s eq Moved)) -1 else ValueSet.keyMatch(s.asInstanceOf[Array[Byte]], key)
       if (m >= 0) m > 0
       else {

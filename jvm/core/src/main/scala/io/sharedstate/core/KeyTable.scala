@@ -158,6 +158,36 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
     }
   }
 
+  /**
+   * Every key object with its packed set, weakly consistent, as the slots hold them, handed over in
+   * groups of up to `group` entries: `f(refs, n)`, entry j < n being `refs(2j)` (the key object) and
+   * `refs(2j + 1)` (its packed set). Neither is read: no cast (a type check reads the object's
+   * header) and no store into an array whose exact type the JIT does not know (an array store is
+   * type-checked the same way), so the walk costs the table's own lines and `f` overlaps the entries'
+   * misses. `refs` is reused for the next group.
+   */
+  def foreachStored(group: Int)(f: KeyTable.StoredGroup): Unit = {
+    val refs = new Array[AnyRef](2 * group) // allocated here, so exactly an Object[]: stores unchecked
+    val t = table
+    var n = 0
+    var i = 0
+    while (i < t.capacity) {
+      val k = t.keys.get(2 * i)
+      if (k != null) {
+        val s = t.keys.get(2 * i + 1)
+        val set = if (s eq Moved) get(k.asInstanceOf[Key]) else s
+        if (set != null) {
+          refs(2 * n) = k
+          refs(2 * n + 1) = set
+          n += 1
+          if (n == group) { f(refs, n); n = 0 }
+        }
+      }
+      i += 1
+    }
+    if (n > 0) f(refs, n)
+  }
+
   /** A cursor over the slots, for the compaction sweep: resumes where it stopped, restarts on a new table. */
   def cursor(): Cursor = new Cursor
 
@@ -192,6 +222,9 @@ private[core] final class KeyTable(initialKeys: Int = 8) {
 }
 
 private[core] object KeyTable {
+
+  /** Takes a group of entries of [[KeyTable.foreachStored]] (not a Function2, which would box its Int). */
+  trait StoredGroup { def apply(refs: Array[AnyRef], n: Int): Unit }
 
   /** An old table's slot whose key moved to the grown table. */
   val Moved: Array[Byte] = new Array[Byte](0)

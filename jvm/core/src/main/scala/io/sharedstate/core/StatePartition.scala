@@ -526,6 +526,14 @@ final class StatePartition(val id: Int, rule: UpdateRule, compaction: Compaction
   /** A weakly consistent view of the entries, for scans such as an as-of read. */
   def foreachEntry(f: (Key, ValueSet) => Unit): Unit = entries.foreach((k, p) => f(k, new ValueSet(p)))
 
+  /**
+   * Every entry as the key table stores it, the key object and the packed set, neither of them read,
+   * in groups of up to `group` (see [[KeyTable.foreachStored]]): a walk over a large partition then
+   * costs the table's own lines, and its caller overlaps the entries' cache misses
+   * ([[codec.EntryWriter]]). [[foreachEntry]] reads each entry as it goes, one miss after the other.
+   */
+  private[core] def foreachStored(group: Int)(f: KeyTable.StoredGroup): Unit = entries.foreachStored(group)(f)
+
   /** The staged updates in arrival order, for changelog and snapshot writers. */
   def foreachStaged(f: (Key, Long, Array[Byte]) => Unit): Unit = staged.foreach(f)
 }

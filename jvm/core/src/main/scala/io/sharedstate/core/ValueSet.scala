@@ -44,6 +44,9 @@ final class ValueSet private[core] (private[core] val packed: Array[Byte], val s
   private def endsStart: Int = timesAt + 8 * capacity
   private def dataStart: Int = timesAt + 12 * capacity
 
+  /** The length of the key this array keeps (its bytes at [[ValueSet.KeyAt]]), or -1 when it keeps none. */
+  private[core] def keptKeyLength: Int = PackedBytes.getInt(packed, KeyLengthAt)
+
   /** The bytes of the key whose set this is, or null when the array does not say. */
   private[core] def keyBytes: Array[Byte] = {
     val kl = PackedBytes.getInt(packed, KeyLengthAt)
@@ -144,7 +147,7 @@ object ValueSet {
   // Sets of up to this many pairs are counted by latestIndex rather than binary searched.
   private val ScanPairs = 16
   private val KeyLengthAt = 8
-  private val KeyAt = 16
+  private[core] val KeyAt = 16
   // Key bytes compared as two words, as Key.equals does for a key of up to this many bytes.
   private val InlineKey = 16
 

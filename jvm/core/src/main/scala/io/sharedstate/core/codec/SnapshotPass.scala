@@ -67,7 +67,7 @@ object SnapshotPass {
         val set = p.get(k) // entries are never removed: a changed key has one
         if (set != null) entries.add(k, set)
       }
-      else p.foreachEntry((k, set) => entries.add(k, set))
+      else p.foreachStored(EntryWriter.Ahead)((refs, n) => entries.addStored(refs, n))
       walked()
       val walkEnd = System.nanoTime()
       val (fixes, staged, marked, u, got, held) = state.betweenCommits {

@@ -68,6 +68,25 @@ class SnapshotPassSuite extends AnyFunSuite {
         SnapshotPass.encode(untracked, 0, delta = true, startChain = true)(())).getMessage.contains("does not track"))
   }
 
+  test("a pass writes each key from its set when the set keeps it, else from the key object: as the capture does") {
+    val rnd = new Random(5)
+    val state = new State(
+      StateSpec("pass", "k STRING", "v STRING", 1, "replace",
+        compaction = "class:" + classOf[KeylessCompaction].getName))
+    state.registerWriter("w")
+    state.registerReader("r")
+    (0 until 4).foreach(e => load(state, e, Seq.fill(400)(rnd.nextInt(600)), rnd, 100L * (e + 1)))
+    state.reportFetchProgress("r", 350)
+    state.compactionStep(100000) // one whole sweep
+    val kept = ArrayBuffer.empty[Int]
+    state.partition(0).foreachEntry((_, set) => kept += set.keptKeyLength)
+    assert(kept.count(_ < 0) > 50 && kept.count(_ >= 0) > 50, "sets with and without their key")
+    val (pass, c) = SnapshotPass.encode(state, 0, delta = false, startChain = false, maxBlock = 64)(
+      PartitionCapture.of("pass", state.partition(0), 1, state.updateProgress, delta = false))
+    assert(pass.entries == c.entries.length)
+    assert(java.util.Arrays.equals(pass.blocks.flatten, SnapshotCodec.encode(c)))
+  }
+
   test("passes taken while commits, F and compaction go on restore exactly the partition at their boundary") {
     Seq(11L, 12L, 13L).foreach(seed => stress(seed, tracked = true, compacting = true))
     Seq(14L, 15L).foreach(seed => stress(seed, tracked = true, compacting = false))
@@ -183,5 +202,16 @@ class SnapshotPassSuite extends AnyFunSuite {
     }
     assert(staged(a) == staged(b), clue)
     assert(a.get(new Key("absent".getBytes)) == null)
+  }
+}
+
+/** keep_latest, then every set whose newest time is odd rebuilt without its key (as a user rule may build it). */
+class KeylessCompaction extends io.sharedstate.core.compaction.CompactionRule {
+  val name = "keyless"
+  def compact(set: io.sharedstate.core.ValueSet, horizon: Long): io.sharedstate.core.ValueSet = {
+    val kept = io.sharedstate.core.compaction.CompactionRule.KeepLatest.compact(set, horizon)
+    if (kept.isEmpty || kept.lastTime % 2 == 0) kept
+    else io.sharedstate.core.ValueSet.of(null, Array.tabulate(kept.size)(kept.timeAt),
+      Array.tabulate(kept.size)(kept.valueAt))
   }
 }

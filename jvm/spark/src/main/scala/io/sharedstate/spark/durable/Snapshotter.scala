@@ -69,8 +69,15 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
   // The newest rounds, oldest first (what State.snapshot_rounds() lists).
   private val recent = scala.collection.mutable.Queue.empty[SnapshotRound]
 
-  /** Whether some partition applied `afterUpdates` updates since its last snapshot (never when 0). */
-  def due: Boolean = afterUpdates > 0 && (0 until state.partitionCount).exists { p =>
+  /**
+   * Whether some partition applied `afterUpdates` updates since its last snapshot (never when 0), judged
+   * again at a commit boundary when it looks so: a check made while a commit applies (a large load's)
+   * waits for that commit's end, so the round it starts begins after the commit, with all of it, rather
+   * than waiting inside the round for it.
+   */
+  def due: Boolean = afterUpdates > 0 && dueNow && state.betweenCommits(dueNow)
+
+  private def dueNow: Boolean = (0 until state.partitionCount).exists { p =>
     val applied = state.updatesApplied(p)
     applied >= 0 && applied - appliedAt(p) >= afterUpdates
   }

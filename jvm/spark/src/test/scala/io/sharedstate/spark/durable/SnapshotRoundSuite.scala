@@ -234,8 +234,24 @@ class SnapshotRoundSuite extends AnyFunSuite {
     assert(!o.snapshotter.due, "the round took what was applied")
     o.snapshotter.round()
     assert(o.snapshotter.recentRounds.map(_.trigger) == Seq(SnapshotRound.Updates, SnapshotRound.Requested))
-    // A recovered owner does not count what its recovery replayed as new (here more than 150 per partition).
+    // A check made while a commit holds the lock is judged at that commit's end: its round starts after it.
     (5 to 6).foreach(e => epoch(o, model, rnd, e, 800))
+    val held = new java.util.concurrent.CountDownLatch(1)
+    val release = new java.util.concurrent.CountDownLatch(1)
+    val committing = new Thread(() => o.state.betweenCommits { held.countDown(); release.await() })
+    committing.start()
+    held.await()
+    val checked =
+      java.util.concurrent.CompletableFuture.supplyAsync(() => o.snapshotter.roundIfDue(SnapshotRound.Updates))
+    Thread.sleep(300)
+    assert(!checked.isDone, "the check waits for the commit")
+    val released = System.currentTimeMillis()
+    release.countDown()
+    val afterCommit = checked.get(60, java.util.concurrent.TimeUnit.SECONDS)
+    committing.join()
+    assert(afterCommit.exists(r => r.written == 4 && r.startedMillis >= released), afterCommit)
+    // A recovered owner does not count what its recovery replayed as new (here more than 150 per partition).
+    (7 to 8).foreach(e => epoch(o, model, rnd, e, 800))
     o.close()
     o = new Owner(dir, conf, afterUpdates = 150)
     assert((0 until 4).forall(p => o.state.partition(p).updatesApplied >= 150) && !o.snapshotter.due)

@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,18 +45,29 @@ HERE = Path(__file__).resolve().parent
 def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) -> dict:
     load = os.getloadavg()
     t = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions), memory],
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - t
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise RuntimeError(f"phase {name} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    # Output to files and the phase in a process group of its own: a phase's Spark JVM sometimes stays
+    # alive, idle, for minutes after its Python process has printed its result and exited (seen in
+    # rocks-load at 10M keys); waiting on its pipes waited for it too. It is ended once the phase has.
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "phases.py"), name, str(work), str(keys), str(partitions), memory],
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+            start_new_session=True,
+        )
+        returncode = proc.wait()
+        wall = time.perf_counter() - t
+        lingered = _end_group(proc.pid)
+        stdout.seek(0)
+        stderr.seek(0)
+        proc_stdout, proc_stderr = stdout.read(), stderr.read()
+    lines = [line for line in proc_stdout.splitlines() if line.startswith("RESULT ")]
+    if returncode or not lines:
+        raise RuntimeError(f"phase {name} failed ({returncode}):\n{proc_stderr[-4000:]}")
     out = json.loads(lines[-1][len("RESULT ") :])
     if name == "rocks-recover":
-        out["rocksdb_load"] = rocksdb_loads(proc.stderr)
+        out["rocksdb_load"] = rocksdb_loads(proc_stderr)
         if len(out["rocksdb_load"]["partitions"]) < partitions or not all(
             p["changelogs_replayed"] for p in out["rocksdb_load"]["partitions"].values()
         ):
@@ -63,6 +75,7 @@ def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) 
                 f"rocks-recover did not load every partition from a snapshot plus its changelog: {out['rocksdb_load']}"
             )
     out["process_wall_s"] = wall
+    out["jvm_lingered"] = lingered
     out["load_avg_before"] = load
     out["load_avg_after"] = os.getloadavg()
     log(
@@ -70,6 +83,23 @@ def _phase(name: str, work: Path, keys: int, partitions: int, memory: str, log) 
         + json.dumps({k: v for k, v in out.items() if k.endswith("_s") or k == "keys"})
     )
     return out
+
+
+def _end_group(pgid: int, grace_s: float = 30.0) -> bool:
+    """Waits up to `grace_s` for what is left of the phase's process group (its JVM) to exit, then kills it.
+    True if something was still there after the grace."""
+    until = time.monotonic() + grace_s
+    while time.monotonic() < until:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.5)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 _LOG_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) INFO RocksDB .*partitionId=(\d+),.*?\]: (.*)$")

@@ -60,4 +60,27 @@ class KeyTableSuite extends AnyFunSuite {
     assert(table.size == keys.size)
     assert(staged(table, keys) == keys.map(versions))
   }
+
+  test(
+    "a walk of stored references hands over every key once with its set, in groups, also when the table grows mid-walk") {
+    val keys = mixedKeys(300).toSeq
+    for (group <- Seq(1, 7, 64); growMidWalk <- Seq(false, true)) {
+      val table = new KeyTable(1)
+      table.reserve(keys.size)
+      keys.zipWithIndex.foreach { case (k, i) => assert(table.insert(k, set(k, i, i % 3))) }
+      val seen = scala.collection.mutable.ArrayBuffer.empty[(Key, Int)]
+      var groups = 0
+      table.foreachStored(group) { (refs, n) =>
+        assert(n >= 1 && n <= group)
+        // Growing copies every slot and marks the old one moved: the rest of this walk reads through.
+        if (growMidWalk && groups == 0) table.reserve(4 * table.capacity)
+        groups += 1
+        (0 until n).foreach(j =>
+          seen += (refs(2 * j).asInstanceOf[Key] -> version(refs(2 * j + 1).asInstanceOf[Array[Byte]])))
+      }
+      assert(seen.map(_._1).toSet == keys.toSet && seen.size == keys.size, s"group $group, grown $growMidWalk")
+      assert(seen.forall { case (k, v) => v == keys.indexOf(k) }, "each key with its own set")
+      assert(groups == (keys.size + group - 1) / group)
+    }
+  }
 }

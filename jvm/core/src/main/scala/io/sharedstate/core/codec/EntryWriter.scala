@@ -38,7 +38,7 @@ private[codec] final class EntryWriter(out: BigEndianBlocks) {
     require(n <= Ahead, s"a group of at most $Ahead entries, got $n")
     flush()
     // Views made twice rather than kept: a view that stays in an array is garbage of 10M objects at 10M
-    // keys (young collections of seconds beside a large old generation); one used where it is made is not.
+    // keys (young pauses of hundreds of ms beside a large old generation); one used where it is made is not.
     var touched = 0L
     var j = 0
     while (j < n) {

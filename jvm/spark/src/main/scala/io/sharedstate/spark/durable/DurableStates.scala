@@ -373,6 +373,13 @@ private[sharedstate] object DurableStates extends Logging {
       }
   }
 
+  /**
+   * Runs `commit`, a bulk load of `name` that ends with [[afterBulkLoad]]: meanwhile the background look
+   * starts no round on change, so the round the load makes due is the load's own.
+   */
+  def bulkLoading[T](name: String)(commit: => T): T =
+    Option(open.get(name)).flatMap(_.snapshotter).fold(commit)(_.loading(commit))
+
   /** The newest snapshot rounds of the durable State `name` this application owns, oldest first. */
   def recentRounds(name: String): Seq[SnapshotRound] =
     Option(open.get(name)).flatMap(_.snapshotter).map(_.recentRounds).getOrElse(Nil)

@@ -82,8 +82,23 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     applied >= 0 && applied - appliedAt(p) >= afterUpdates
   }
 
-  /** A round, tagged `trigger`, if one is [[due]]. */
-  def roundIfDue(trigger: String): Option[SnapshotRound] = synchronized(if (due) Some(round(trigger)) else None)
+  /**
+   * A round, tagged `trigger`, if one is [[due]]. The background look ([[SnapshotRound.Updates]]) leaves
+   * a round to a bulk load that is committing ([[loading]]): the load takes the round it made due itself.
+   */
+  def roundIfDue(trigger: String): Option[SnapshotRound] =
+    if (trigger == SnapshotRound.Updates && loads.get > 0) None
+    else synchronized(if (due) Some(round(trigger)) else None)
+
+  // Bulk loads inside `loading`: from the start of their commit to the end of their own round.
+  private val loads = new java.util.concurrent.atomic.AtomicInteger()
+
+  /** Runs a bulk load's commit and its round (see [[roundIfDue]]). */
+  def loading[T](body: => T): T = {
+    loads.incrementAndGet()
+    try body
+    finally loads.decrementAndGet()
+  }
 
   /** The newest rounds of this owner (at most [[Snapshotter.Recent]]), oldest first. */
   def recentRounds: Seq[SnapshotRound] = synchronized(recent.toList)

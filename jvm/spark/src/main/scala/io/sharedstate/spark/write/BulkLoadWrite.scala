@@ -31,7 +31,7 @@ private[sharedstate] final class BulkLoadWrite(options: UpdateOptions) extends B
 
   override def useCommitCoordinator(): Boolean = true
 
-  override def commit(messages: Array[WriterCommitMessage]): Unit = {
+  override def commit(messages: Array[WriterCommitMessage]): Unit = DurableStates.bulkLoading(options.stateName) {
     val outcome =
       new EpochCommitter(state, writer, options.latenessMicros).commit(BulkLoadWrite.Epoch, messages, finish = true)
     logInfo(s"State ${state.name}: bulk load $writer committed (accepted ${outcome.accepted}, " +

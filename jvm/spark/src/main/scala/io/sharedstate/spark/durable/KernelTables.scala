@@ -6,6 +6,7 @@ import io.delta.kernel.engine.Engine
 import io.delta.kernel.exceptions.TableNotFoundException
 import io.delta.kernel.expressions.{Literal, Predicate}
 import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.StructType
 import io.delta.kernel.utils.{CloseableIterable, DataFileStatus}
@@ -81,8 +82,14 @@ private[sharedstate] object KernelTables {
   val CompressionKey = "parquet.compression"
   val DefaultCompression = "ZSTD"
 
-  def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long =
-    txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava))).getVersion
+  /** Commits `actions`; returns the new version (a checkpoint it calls for is written in the background). */
+  def commit(engine: Engine, txn: Transaction, actions: Seq[Row]): Long = {
+    val table = TransactionStateRow.getTablePath(txn.getTransactionState(engine))
+    val result =
+      txn.commit(engine, CloseableIterable.inMemoryIterable(Utils.toCloseableIterator(actions.iterator.asJava)))
+    DeltaCheckpoints.afterCommit(engine, table, result)
+    result.getVersion
+  }
 
   /**
    * Every row of `snapshot` matching `filter` (partition pruning), with its partition columns; only

@@ -75,6 +75,26 @@ class DeltaChangelogSuite extends AnyFunSuite {
       Seq(("v", Some(1L)), ("no time", None)))
   }
 
+  test("commits call for Delta checkpoints (every 10 versions), written in the background; the table reads back") {
+    val path = tempTable()
+    val log = DeltaChangelog.openOrCreate(path, new Configuration())
+    val target = log.target(partitionCount = 2)
+    val written = (0 until 25).map { e =>
+      val b = batch((s"k$e", e.toLong, s"v$e"))
+      assert(log.commitEpoch("w", e.toLong, target.writeTask("w", e.toLong, 0, b)).isDefined)
+      expected(b, 0, 2)
+    }
+    DeltaCheckpoints.awaitQueued()
+    val logDir = new java.io.File(path, "_delta_log")
+    val checkpoints = logDir.list().filter(_.endsWith(".checkpoint.parquet")).map(_.takeWhile(_ != '.').toLong).toSet
+    assert(checkpoints.nonEmpty && checkpoints.forall(v => v % 10 == 0 && v <= log.latestVersion), checkpoints)
+    assert(checkpoints.contains(log.latestVersion / 10 * 10), s"the newest due checkpoint ($checkpoints)")
+    // A new reader starts from the newest checkpoint; it sees every epoch, and the writer's last one.
+    val reopened = DeltaChangelog.openOrCreate(path, new Configuration())
+    assert(seen((0 until 2).flatMap(p => reopened.readPartition(p))) == written.reduce(_ ++ _))
+    assert(reopened.lastEpoch("w").contains(24L))
+  }
+
   test("an older version reads as it was (time travel on the changelog)") {
     val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
     val target = log.target(partitionCount = 1)

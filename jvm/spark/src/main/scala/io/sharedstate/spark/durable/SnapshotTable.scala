@@ -48,8 +48,9 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   import SnapshotTable._
   // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
   // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
-  // zstd level 1 (Parquet's default is 3): a round's write is on the snapshot's critical path, and the
-  // snapshot format's fixed-width fields compress nearly as well at level 1 (see benchmarks/results/durability).
+  // zstd level -1, a fast level (Parquet's default is 3): a round's write is on the snapshot's critical
+  // path, and the snapshot format's fixed-width fields compress as well at -1 as at 1 or 3, about 1.2x as
+  // fast as at 1 (see benchmarks/results/durability/README.md).
   private val engine = DefaultEngine.create {
     val c = KernelTables.compressed(conf)
     c.setIfUnset("parquet.enable.dictionary", "false")
@@ -266,7 +267,7 @@ private[sharedstate] object SnapshotTable {
   val ParentId = "parent_id"
   val DefaultChunkBytes: Int = 4 << 20
   val ZstdLevelKey = "parquet.compression.codec.zstd.level"
-  val DefaultZstdLevel = "1"
+  val DefaultZstdLevel = "-1"
 
   val physical: StructType = new StructType(Seq(
       new StructField(SnapshotId, LongType.LONG, false),

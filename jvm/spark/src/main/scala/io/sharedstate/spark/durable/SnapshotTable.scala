@@ -1,6 +1,6 @@
 package io.sharedstate.spark.durable
 
-import io.delta.kernel.{Operation, Table}
+import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StructField, StructType}
@@ -51,12 +51,13 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   // zstd level -1, a fast level (Parquet's default is 3): a round's write is on the snapshot's critical
   // path, and the snapshot format's fixed-width fields compress as well at -1 as at 1 or 3, about 1.2x as
   // fast as at 1 (see benchmarks/results/durability/README.md).
-  private val engine = DefaultEngine.create {
+  private val writeConf = {
     val c = KernelTables.compressed(conf)
     c.setIfUnset("parquet.enable.dictionary", "false")
     c.setIfUnset(ZstdLevelKey, DefaultZstdLevel)
     c
   }
+  private val engine = DefaultEngine.create(writeConf)
   private val table = Table.forPath(engine, path)
 
   /** Whether the table has the `base_id`/`parent_id` columns (tables created before deltas do not: they hold full snapshots only). */
@@ -111,8 +112,10 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
     val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
     val columns = kept.map(_._2).toIndexedSeq
     val schema = new StructType(kept.map(_._1).asJava)
-    SnapshotFiles(partition,
-      KernelTables.writeParquet(engine, target.txnState, partitionValues(partition), schema, columns, chunks))
+    // Parquet's writer, not Kernel's: Kernel's does not hand Parquet the zstd level (see SnapshotParquetWriter).
+    val directory =
+      Transaction.getWriteContext(engine, target.txnState, partitionValues(partition).asJava).getTargetDirectory
+    SnapshotFiles(partition, Seq(SnapshotParquetWriter.write(writeConf, directory, schema, columns, chunks)))
   }
 
   /**

@@ -10,7 +10,8 @@ import org.openjdk.jmh.annotations._
  * durability benchmark's shape: at 10M keys over 4 partitions a partition holds 2.5M), one thread:
  * the walk of the key table and the encoding into blocks, which is half of a 10M round's CPU (the
  * other half is Parquet's zstd). The partition is large enough that its value sets are cold, as a
- * real round finds them. Run with `-jvmArgsAppend -Dbench.keys=2500000 -Dbench.versions=1`.
+ * real round finds them. Run with `-jvmArgsAppend -Dbench.keys=2500000 -jvmArgsAppend -Dbench.versions=1`
+ * (the command in benchmarks/results/durability/snapshot-pass/README.md).
  */
 @BenchmarkMode(Array(Mode.AverageTime))
 @OutputTimeUnit(TimeUnit.MILLISECONDS)

@@ -33,7 +33,7 @@ private[durable] object SnapshotParquetWriter {
       .withConf(conf)
       .withType(message)
       .withCompressionCodec(CompressionCodecName.fromConf(conf.get(KernelTables.CompressionKey)))
-      .withDictionaryEncoding(conf.getBoolean("parquet.enable.dictionary", true))
+      .withDictionaryEncoding(conf.getBoolean(SnapshotTable.DictionaryKey, true))
       .withWriteMode(ParquetFileWriter.Mode.CREATE)
       .build()
     val groups = new SimpleGroupFactory(message)

@@ -49,11 +49,11 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
   // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
   // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
   // zstd level -1, a fast level (Parquet's default is 3): a round's write is on the snapshot's critical
-  // path, and the snapshot format's fixed-width fields compress as well at -1 as at 1 or 3, about 1.2x as
-  // fast as at 1 (see benchmarks/results/durability/README.md).
+  // path, and the snapshot format's fixed-width fields compress as well at -1 as at 1 or 3, about twice as
+  // fast as at 3 (benchmarks/durability/zstd_levels.py).
   private val writeConf = {
     val c = KernelTables.compressed(conf)
-    c.setIfUnset("parquet.enable.dictionary", "false")
+    c.setIfUnset(DictionaryKey, "false")
     c.setIfUnset(ZstdLevelKey, DefaultZstdLevel)
     c
   }
@@ -270,6 +270,7 @@ private[sharedstate] object SnapshotTable {
   val ParentId = "parent_id"
   val DefaultChunkBytes: Int = 4 << 20
   val ZstdLevelKey = "parquet.compression.codec.zstd.level"
+  val DictionaryKey = "parquet.enable.dictionary"
   val DefaultZstdLevel = "-1"
 
   val physical: StructType = new StructType(Seq(

@@ -7,9 +7,11 @@ import io.delta.kernel.engine.Engine
 import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException, MetadataChangedException}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
-import io.delta.kernel.internal.TableImpl
+import io.delta.kernel.internal.{InternalScanFileUtils, TableImpl}
+import io.delta.kernel.internal.actions.{AddFile, SingleAction}
 import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
+import io.delta.kernel.types.{LongType, StringType, StructType}
 import io.delta.kernel.utils.DataFileStatus
 import io.sharedstate.core.SharedStateException
 import java.util.Optional
@@ -93,15 +95,49 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
   }
 
   /**
-   * Records that retention is about to remove the updates of `bounds` (partition -> last journal event
-   * removed) in its own commit, before the delete: a trimmed table is never without its record.
+   * Retention's trim, planned: the data files of State partitions in `covered` (partition -> writer ->
+   * the writer's last covered epoch) whose every row is an update of a covered epoch, at the latest
+   * version. Reads only those files' writer and epoch columns, under no lock: only retention removes
+   * files, one trim at a time. A file holding any other row is left whole (replay skips the covered
+   * rows it still holds, as it did before the trim); a writer task's file holds one epoch of one writer.
    */
-  def markTrimmed(bounds: Map[Int, Long]): Long = {
+  def coveredFiles(covered: Map[Int, Map[String, Long]]): CoveredFiles = {
+    val snapshot = table.getLatestSnapshot(engine)
+    val columns = new StructType().add(ChangelogSchema.Writer, StringType.STRING, false)
+      .add(ChangelogSchema.Epoch, LongType.LONG, false)
+    val files = KernelTables.scanFiles(engine, snapshot, None) { scanFile =>
+      val partition = InternalScanFileUtils.getPartitionValues(scanFile).get(ChangelogSchema.Partition).toInt
+      covered.get(partition).flatMap { epochs =>
+        val status = InternalScanFileUtils.getAddFileStatus(scanFile)
+        val batches = engine.getParquetHandler.readParquetFiles(Utils.singletonCloseableIterator(status), columns,
+          Optional.empty())
+        val all =
+          try batches.asScala.forall { read =>
+              val b = read.getData
+              val (writers, epochNumbers) = (b.getColumnVector(0), b.getColumnVector(1))
+              (0 until b.getSize).forall(i => epochs.get(writers.getString(i)).exists(epochNumbers.getLong(i) <= _))
+            }
+          finally batches.close()
+        Option.when(all) {
+          val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
+          (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())), status.getSize)
+        }
+      }
+    }.flatten
+    CoveredFiles(files.map(_._1), files.map(_._2).sum)
+  }
+
+  /**
+   * Records that retention removed the updates of `bounds` (partition -> last journal event removed)
+   * and removes `files` in the same commit, which writes only the log: a trimmed table is never without
+   * its record. With no files, only the record.
+   */
+  def markTrimmed(bounds: Map[Int, Long], files: CoveredFiles = CoveredFiles.Empty): Long = {
     val before = trimmedThrough()
     val merged = before ++ bounds.map { case (p, id) => p -> math.max(id, before.getOrElse(p, -1L)) }
     val text = merged.toSeq.sortBy(_._1).map { case (p, id) => s"$p:$id" }.mkString(",")
     commitFenced(KernelTables.commit(engine, build(Operation.MANUAL_UPDATE, None, Map(TrimmedThroughProperty -> text)),
-        Nil))
+        files.removes))
   }
 
   /**

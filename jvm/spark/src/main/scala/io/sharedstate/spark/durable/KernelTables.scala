@@ -128,6 +128,23 @@ private[sharedstate] object KernelTables {
     out.toSeq
   }
 
+  /**
+   * `f` of every scan file of `snapshot` matching `filter` (its add action, partition values and
+   * status; see [[InternalScanFileUtils]]), no data read.
+   */
+  def scanFiles[T](engine: Engine, snapshot: Snapshot, filter: Option[Predicate])(f: Row => T): Seq[T] = {
+    val builder = snapshot.getScanBuilder
+    val scanFiles = filter.fold(builder)(builder.withFilter).build().getScanFiles(engine)
+    val out = ArrayBuffer.empty[T]
+    try scanFiles.asScala.foreach { fileBatch =>
+        val fileRows = fileBatch.getRows
+        try fileRows.asScala.foreach(scanFile => out += f(scanFile))
+        finally fileRows.close()
+      }
+    finally scanFiles.close()
+    out.toSeq
+  }
+
   /** Accessors by column name for a scanned row; null for null. */
   final class Named(r: Row) {
     private val s = r.getSchema

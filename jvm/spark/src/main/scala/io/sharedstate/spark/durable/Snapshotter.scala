@@ -44,12 +44,12 @@ object SnapshotRound {
  * chain each partition was recovered from (its change tracking started there), else a full snapshot first.
  *
  * Retention: once every partition has `retained` restore points, the newest `retained` are kept with
- * the whole chain of the oldest of them; older snapshots, and the changelog updates of commits the
- * oldest kept snapshot (that chain's full one) already holds, are removed with Delta deletes (a new
- * table version: older versions still read them until Delta's VACUUM removes the files). So there
- * are always at least `retained` points to recover from, and every kept snapshot is one. Before the
- * changelog delete, the changelog records per partition the journal event it is trimmed through
- * ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
+ * the whole chain of the oldest of them; older snapshots are removed with a Delta delete, and the
+ * changelog files of commits the oldest kept snapshot (that chain's full one) already holds with a
+ * commit of remove actions (a new table version: older versions still read them until Delta's VACUUM
+ * removes the files). So there are always at least `retained` points to recover from, and every kept
+ * snapshot is one. The same changelog commit records per partition the journal event it is trimmed
+ * through ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
  *
  * Rounds on change (`afterUpdates` > 0): a round is due once some partition has applied that many
  * updates since its last snapshot ([[roundIfDue]]), as a memtable is flushed once it holds so much;
@@ -107,6 +107,9 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
   private val chains: Array[Option[SnapshotChain]] = Array.tabulate(state.partitionCount)(restored.get)
   // The bounds the last changelog trim used: while a chain grows they stay, and the delete is not repeated.
   private var trimmedAt: Map[Int, Long] = Map.empty
+
+  /** Test hook: runs after a changelog trim found its files, before its commit (outside every lock). */
+  @volatile private[durable] var beforeTrim: () => Unit = () => ()
 
   /** Test hook: runs after partition `p` is encoded, before its files are written (outside every lock). */
   @volatile private[durable] var beforeWrite: Int => Unit = _ => ()
@@ -234,28 +237,28 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       // An applied round's pairs are trimmed like an epoch's updates (its event's writer and epoch are theirs).
       val commits =
         log.readPartition(JournalPartition).filter(e => e.event == Events.Commit || e.event == Events.GroupAdvance)
+      // Per partition: the journal event it is trimmed through, and each writer's last epoch up to it.
       val perPartition = keepFrom.toSeq.flatMap { case (p, id) =>
         val covered = commits.filter(_.commitSeq.longValue <= id).groupBy(_.writer).map { case (w, cs) =>
           w -> cs.map(_.epoch).max
         }
-        if (covered.isEmpty) None
-        else Some(p -> id -> (s"(partition = $p AND (" +
-          covered.map { case (w, e) => s"(writer = ${quote(w)} AND epoch <= $e)" }.mkString(" OR ") + "))"))
-      }
+        Option.when(covered.nonEmpty)(p -> (id, covered))
+      }.toMap
       if (perPartition.nonEmpty) {
-        // Between commits: the State's own Kernel commits of new epochs never race these commits. The
-        // trim is recorded first, so a changelog missing those updates always says which snapshots it needs.
-        state.betweenCommits {
-          log.markTrimmed(perPartition.map(_._1).toMap)
-          DeltaTable.forPath(spark, log.path).delete(perPartition.map(_._2).mkString(" OR "))
-        }
+        // The files to remove are found outside every lock (their writer and epoch columns read); then
+        // one commit of the log only, between commits: the State's own Kernel commits of new epochs
+        // never race it, and writers wait for it only as long as that commit takes.
+        val files = log.coveredFiles(perPartition.map { case (p, (_, covered)) => p -> covered })
+        beforeTrim()
+        state.betweenCommits(log.markTrimmed(perPartition.map { case (p, (id, _)) => p -> id }, files))
+        logInfo(s"changelog ${log.path}: trimmed ${files.count} files (${files.bytes} bytes) of " +
+          s"${perPartition.size} partitions")
       }
       trimmedAt = keepFrom
       (removable, perPartition.nonEmpty)
     }
   }
 
-  private def quote(s: String): String = "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 }
 
 private[sharedstate] object Snapshotter {

@@ -42,6 +42,37 @@ class DeltaChangelogSuite extends AnyFunSuite {
     assert(log.lastEpoch("w2").isEmpty)
   }
 
+  test("a trim removes exactly the files whose every row is a covered epoch, with its record, in one log-only commit") {
+    val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
+    val target = log.target(partitionCount = 2)
+    val rnd = new scala.util.Random(3)
+    def rows(p: Int, writerEpochs: Seq[(String, Long)]) = writerEpochs.zipWithIndex.map { case ((w, e), i) =>
+      ChangelogRow(p, w, e, 0, i, bytes(s"k${rnd.nextInt(1000)}"), java.lang.Long.valueOf(i.toLong), bytes("v"))
+    }.toIndexedSeq
+    // Partition 0: a's epochs 1 and 2, b's 1, and a file mixing a's epochs 2 and 3; partition 1: a's 1.
+    val files = Seq(
+      0 -> Seq("a" -> 1L, "a" -> 1L),
+      0 -> Seq("a" -> 2L),
+      0 -> Seq("b" -> 1L, "b" -> 1L, "b" -> 1L),
+      0 -> Seq("a" -> 2L, "a" -> 3L),
+      1 -> Seq("a" -> 1L)
+    ).flatMap { case (p, we) => target.write(p, rows(p, we)) }
+    log.commitFiles(files)
+    val before = log.latestVersion
+    // Partition 0 covered through a's epoch 2 (b not at all); partition 1 not part of the trim.
+    val covered = log.coveredFiles(Map(0 -> Map("a" -> 2L)))
+    assert(covered.count == 2 && covered.bytes == files.take(2).map(_.size).sum, covered)
+    val version = log.markTrimmed(Map(0 -> 7L), covered)
+    assert(version == before + 1)
+    assert(log.filesAddedAfter(before, version).contains(Map.empty), "the trim adds no file")
+    assert(log.trimmedThrough() == Map(0 -> 7L))
+    val left = log.readPartition(0).map(r => (r.writer, r.epoch)).groupBy(identity).view.mapValues(_.size).toMap
+    assert(left == Map(("b", 1L) -> 3, ("a", 2L) -> 1, ("a", 3L) -> 1), "the mixed file stays whole")
+    assert(log.readPartition(1).map(r => (r.writer, r.epoch)) == Seq(("a", 1L)))
+    // The table before the trim still reads every row (time travel until VACUUM).
+    assert(log.readPartition(0, Some(before)).size == 8)
+  }
+
   test("an epoch committed again (a re-run after a failure) adds nothing") {
     val log = DeltaChangelog.openOrCreate(tempTable(), new Configuration())
     val target = log.target(partitionCount = 2)

@@ -2,12 +2,15 @@ package io.sharedstate.spark.durable
 
 import io.sharedstate.core.{FetchAnswer, Key, State, StateSpec, UpdateBatch}
 import java.nio.file.Files
+import java.util.concurrent.{CountDownLatch, Executors, TimeUnit}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 import scala.collection.mutable
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
 import scala.util.Random
 
 /**
@@ -258,6 +261,44 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     val (oldest, _) = recover(dir, Some((t: SnapshotTable, p: Int) => t.chainAtOrBefore(p, t.oldestProgress(p).get)))
     assertSameContents(o.state, oldest)
     Seq(fresh, oldest).foreach(_.close())
+    o.close()
+  }
+
+  test("the changelog trim finds its files outside the commit lock: writers commit meanwhile; it removes only those") {
+    val dir = new Path(Files.createTempDirectory("delta-trim-").toString)
+    val o = new Owner(dir, fullEvery = 1, retained = 1)
+    val model = new Oracle
+    val rnd = new Random(17)
+    (1L to 3L).foreach(e => epoch(o, model, rnd, e, n = 300))
+    // The round's trim stops once it has found its files, until the writer committed two more epochs.
+    val planned = new CountDownLatch(1)
+    val proceed = new CountDownLatch(1)
+    o.snapshotter.beforeTrim = () => { planned.countDown(); proceed.await(60, TimeUnit.SECONDS); () }
+    val pool = Executors.newFixedThreadPool(2)
+    implicit val ec: ExecutionContext = ExecutionContext.fromExecutor(pool)
+    val round = Future(o.snapshotter.round())
+    assert(planned.await(60, TimeUnit.SECONDS), "the trim found its files")
+    Await.result(Future((4L to 5L).foreach(e => epoch(o, model, rnd, e, n = 100))), 60.seconds)
+    assert(!round.isCompleted)
+    proceed.countDown()
+    val r = Await.result(round, 2.minutes)
+    pool.shutdown()
+    o.snapshotter.beforeTrim = () => ()
+    assert(r.written == spec.partitions && r.changelogTrimmed, r)
+    // The snapshot holds epochs 1-3: their updates are gone from the changelog, 4 and 5 stay, and the
+    // journal keeps every commit.
+    (0 until spec.partitions).foreach { p =>
+      assert(o.log.readPartition(p).map(_.epoch).toSet == Set(4L, 5L), s"partition $p")
+    }
+    val journal = o.log.readPartition(ChangelogSchema.JournalPartition)
+    assert(journal.filter(_.event == ChangelogSchema.Events.Commit).map(_.epoch).toSet == (1L to 5L).toSet)
+    val latest = o.log.latestVersion
+    assert(o.log.filesAddedAfter(latest - 1, latest).contains(Map.empty), "the trim's commit writes the log only")
+    assert(o.log.trimmedThrough().keySet == (0 until spec.partitions).toSet)
+    val (fresh, _) = recover(dir)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, 6000L)
+    fresh.close()
     o.close()
   }
 

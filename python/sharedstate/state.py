@@ -280,7 +280,8 @@ class State:
         changelog keeps only what the oldest retained snapshot does not hold); see docs/durability.md.
         Returns what the round did: written, unchanged, deltas (written as delta snapshots), entries
         and bytes (what the written snapshots hold), snapshots_removed, changelog_trimmed, snapshot_ms
-        (encode, write: the round's wall time) and retention_ms (the retention deletes); summed over the
+        (encode, write: the round's wall time), retention_ms (retention's removals) and trim_lock_ms
+        (the changelog trim's commit, between commits: writers wait for it); summed over the
         partitions, which run in parallel: lock_wait_ms, capture_ms (holding the commit lock: what
         writers waited for), encode_ms and write_ms; trigger (`request`) and started_millis."""
         with translated():

@@ -211,6 +211,7 @@ object SharedStateApi {
       "capture_ms" -> r.captureMs,
       "encode_ms" -> r.encodeMs,
       "write_ms" -> r.writeMs,
+      "trim_lock_ms" -> r.trimLockMs,
       "trigger" -> r.trigger,
       "started_millis" -> r.startedMillis
     ).asJava

@@ -11,8 +11,9 @@ import org.apache.spark.sql.SparkSession
  * and encoded bytes the written snapshots hold (before Parquet's compression); `snapshotMs`: the wall
  * time of capturing, encoding and writing them (partitions in parallel), `retentionMs`: the retention
  * deletes after. Summed over the partitions (so they may add up to more than `snapshotMs`):
- * `lockWaitMs` waiting for the commit lock, `captureMs` capturing under it (the only time writers
- * wait for the round), `encodeMs` encoding, `writeMs` writing the Parquet files and committing them.
+ * `lockWaitMs` waiting for the commit lock, `captureMs` capturing under it (writers wait for it),
+ * `encodeMs` encoding, `writeMs` writing the Parquet files and committing them. `trimLockMs`: the
+ * changelog trim's commit, between commits (writers wait for it too).
  * `trigger`: what started it (`request`: State.snapshot(); `interval`: the periodic round; `updates`:
  * a partition applied `spark.sharedstate.snapshot.afterUpdates` updates since its last snapshot;
  * `bulk load`: the same, at the end of a bulk load); `startedMillis`: when (epoch milliseconds).
@@ -21,7 +22,7 @@ final case class SnapshotRound(written: Int, unchanged: Int, snapshotsRemoved: B
     changelogTrimmed: Boolean,
     deltas: Int = 0, entries: Long = 0L, bytes: Long = 0L, snapshotMs: Long = 0L, retentionMs: Long = 0L,
     lockWaitMs: Long = 0L, captureMs: Long = 0L, encodeMs: Long = 0L, writeMs: Long = 0L,
-    trigger: String = SnapshotRound.Requested, startedMillis: Long = 0L)
+    trigger: String = SnapshotRound.Requested, startedMillis: Long = 0L, trimLockMs: Long = 0L)
 
 object SnapshotRound {
   val Requested = "request"
@@ -150,7 +151,7 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     val commitNanos = System.nanoTime() - committing
     outcomes.collectFirst { case scala.util.Failure(e) => throw unwrapped(e) }
     val retaining = System.nanoTime()
-    val (removed, trimmed) = retain()
+    val (removed, trimmed, trimLockNanos) = retain()
     def ms(nanos: Seq[Long]) = nanos.sum / 1000000L
     val done = SnapshotRound(
       taken.size,
@@ -167,7 +168,8 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
       encodeMs = ms(taken.map(_.e.encodeNanos)),
       writeMs = ms(taken.map(_.writeNanos) :+ commitNanos),
       trigger = trigger,
-      startedMillis = startedMillis
+      startedMillis = startedMillis,
+      trimLockMs = trimLockNanos / 1000000L
     )
     recent.enqueue(done)
     while (recent.size > Snapshotter.Recent) recent.dequeue()
@@ -219,13 +221,13 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
 
   // The oldest kept snapshot of every partition (the full one of its oldest kept restore point's
   // chain) bounds what the changelog must still hold.
-  private def retain(): (Boolean, Boolean) = {
+  private def retain(): (Boolean, Boolean, Long) = {
     val known = stored()
     val keepFrom = (0 until state.partitionCount).flatMap { p =>
       val links = known(p)
       if (links.size >= retained) Some(p -> links(retained - 1).base) else None
     }.toMap
-    if (keepFrom.size < state.partitionCount || keepFrom == trimmedAt) (false, false)
+    if (keepFrom.size < state.partitionCount || keepFrom == trimmedAt) (false, false, 0L)
     else {
       val removable = keepFrom.exists { case (p, id) => snapshots.hasOlderThan(p, id) }
       if (removable) {
@@ -244,18 +246,23 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
         }
         Option.when(covered.nonEmpty)(p -> (id, covered))
       }.toMap
+      var lockNanos = 0L
       if (perPartition.nonEmpty) {
         // The files to remove are found outside every lock (their writer and epoch columns read); then
         // one commit of the log only, between commits: the State's own Kernel commits of new epochs
         // never race it, and writers wait for it only as long as that commit takes.
         val files = log.coveredFiles(perPartition.map { case (p, (_, covered)) => p -> covered })
         beforeTrim()
-        state.betweenCommits(log.markTrimmed(perPartition.map { case (p, (id, _)) => p -> id }, files))
+        state.betweenCommits {
+          val locked = System.nanoTime()
+          log.markTrimmed(perPartition.map { case (p, (id, _)) => p -> id }, files)
+          lockNanos = System.nanoTime() - locked
+        }
         logInfo(s"changelog ${log.path}: trimmed ${files.count} files (${files.bytes} bytes) of " +
           s"${perPartition.size} partitions")
       }
       trimmedAt = keepFrom
-      (removable, perPartition.nonEmpty)
+      (removable, perPartition.nonEmpty, lockNanos)
     }
   }
 

@@ -20,7 +20,10 @@ import org.apache.spark.sql.SparkSession
 private[sharedstate] object TimeTravel {
   def asOf(spark: SparkSession, spec: StateSpec, log: DeltaChangelog, snapshots: SnapshotTable, time: Long)
       : IndexedSeq[StoredPairs] = {
-    val trimmed = DeltaTable.forPath(spark, log.path).history().where("operation = 'DELETE'").limit(1).count() > 0
+    // Retention records its trims in the changelog's properties; a table trimmed before that record
+    // existed shows a Delta DELETE in its history instead.
+    val trimmed = log.trimmedThrough().nonEmpty ||
+      DeltaTable.forPath(spark, log.path).history().where("operation = 'DELETE'").limit(1).count() > 0
     if (trimmed) {
       val oldest = (0 until spec.partitions).map(p => snapshots.oldestProgress(p).getOrElse(EventTime.PlusInfinity)).max
       if (time < oldest)

@@ -209,7 +209,8 @@ def write_report(out: Path) -> None:
                 d = rec[name]
                 lines.append(
                     f"| {k} | {what} | {rec[name + '_s']:.1f} s (snapshots {d.get('snapshot_ms', 0) / 1000:.1f} s, "
-                    f"retention deletes {d.get('retention_ms', 0) / 1000:.1f} s); "
+                    f"retention {d.get('retention_ms', 0) / 1000:.1f} s, of it writers waited "
+                    f"{d.get('trim_lock_ms', 0) / 1000:.3f} s for the changelog trim's commit); "
                     f"{d['deltas']} of {d['written']} deltas, "
                     f"{d['entries']:,} entries, {d['bytes'] / 1e6:.1f} MB (full round: "
                     f"{size['ss_load']['snapshot_result'].get('bytes', 0) / 1e6:.0f} MB) | | |"

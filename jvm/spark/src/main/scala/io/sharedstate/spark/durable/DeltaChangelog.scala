@@ -97,8 +97,8 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
   /**
    * Retention's trim, planned: the data files of State partitions in `covered` (partition -> writer ->
    * the writer's last covered epoch) whose every row is an update of a covered epoch, at the latest
-   * version. Reads only those files' writer and epoch columns, under no lock: only retention removes
-   * files, one trim at a time. A file holding any other row is left whole (replay skips the covered
+   * version. Decides a file from its footer's writer and epoch statistics ([[ChangelogFooters]]), else
+   * from those two columns; under no lock: only retention removes files, one trim at a time. A file holding any other row is left whole (replay skips the covered
    * rows it still holds, as it did before the trim); a writer task's file holds one epoch of one writer.
    */
   def coveredFiles(covered: Map[Int, Map[String, Long]]): CoveredFiles = {
@@ -109,15 +109,16 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
       val partition = InternalScanFileUtils.getPartitionValues(scanFile).get(ChangelogSchema.Partition).toInt
       covered.get(partition).flatMap { epochs =>
         val status = InternalScanFileUtils.getAddFileStatus(scanFile)
-        val batches = engine.getParquetHandler.readParquetFiles(Utils.singletonCloseableIterator(status), columns,
-          Optional.empty())
-        val all =
+        val all = ChangelogFooters.allCovered(status.getPath, hadoopConf, epochs).getOrElse {
+          val batches = engine.getParquetHandler.readParquetFiles(Utils.singletonCloseableIterator(status), columns,
+            Optional.empty())
           try batches.asScala.forall { read =>
               val b = read.getData
               val (writers, epochNumbers) = (b.getColumnVector(0), b.getColumnVector(1))
               (0 until b.getSize).forall(i => epochs.get(writers.getString(i)).exists(epochNumbers.getLong(i) <= _))
             }
           finally batches.close()
+        }
         Option.when(all) {
           val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
           (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())), status.getSize)

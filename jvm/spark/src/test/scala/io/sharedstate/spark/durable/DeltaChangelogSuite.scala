@@ -49,28 +49,37 @@ class DeltaChangelogSuite extends AnyFunSuite {
     def rows(p: Int, writerEpochs: Seq[(String, Long)]) = writerEpochs.zipWithIndex.map { case ((w, e), i) =>
       ChangelogRow(p, w, e, 0, i, bytes(s"k${rnd.nextInt(1000)}"), java.lang.Long.valueOf(i.toLong), bytes("v"))
     }.toIndexedSeq
-    // Partition 0: a's epochs 1 and 2, b's 1, and a file mixing a's epochs 2 and 3; partition 1: a's 1.
+    // Partition 0: a's epochs 1 and 2, b's 1, a file mixing a's epochs 2 and 3, and two mixing writers a
+    // and c (all covered / not); partition 1: a's 1.
     val files = Seq(
       0 -> Seq("a" -> 1L, "a" -> 1L),
       0 -> Seq("a" -> 2L),
+      0 -> Seq("a" -> 1L, "c" -> 1L),
       0 -> Seq("b" -> 1L, "b" -> 1L, "b" -> 1L),
       0 -> Seq("a" -> 2L, "a" -> 3L),
+      0 -> Seq("a" -> 1L, "c" -> 2L),
       1 -> Seq("a" -> 1L)
     ).flatMap { case (p, we) => target.write(p, rows(p, we)) }
     log.commitFiles(files)
     val before = log.latestVersion
-    // Partition 0 covered through a's epoch 2 (b not at all); partition 1 not part of the trim.
-    val covered = log.coveredFiles(Map(0 -> Map("a" -> 2L)))
-    assert(covered.count == 2 && covered.bytes == files.take(2).map(_.size).sum, covered)
+    // Partition 0 covered through a's epoch 2 and c's 1 (b not at all); partition 1 not part of the trim.
+    val epochs = Map("a" -> 2L, "c" -> 1L)
+    // The footers decide the one-writer files; the two-writer ones need their rows read.
+    val conf = new Configuration()
+    assert(files.map(f => ChangelogFooters.allCovered(f.path, conf, epochs)) ==
+      Seq(Some(true), Some(true), None, Some(false), Some(false), None, Some(true)))
+    val covered = log.coveredFiles(Map(0 -> epochs))
+    assert(covered.count == 3 && covered.bytes == files.take(3).map(_.size).sum, covered)
     val version = log.markTrimmed(Map(0 -> 7L), covered)
     assert(version == before + 1)
     assert(log.filesAddedAfter(before, version).contains(Map.empty), "the trim adds no file")
     assert(log.trimmedThrough() == Map(0 -> 7L))
     val left = log.readPartition(0).map(r => (r.writer, r.epoch)).groupBy(identity).view.mapValues(_.size).toMap
-    assert(left == Map(("b", 1L) -> 3, ("a", 2L) -> 1, ("a", 3L) -> 1), "the mixed file stays whole")
+    assert(left == Map(("b", 1L) -> 3, ("a", 2L) -> 1, ("a", 3L) -> 1, ("a", 1L) -> 1, ("c", 2L) -> 1),
+      "the files with an uncovered row stay whole")
     assert(log.readPartition(1).map(r => (r.writer, r.epoch)) == Seq(("a", 1L)))
     // The table before the trim still reads every row (time travel until VACUUM).
-    assert(log.readPartition(0, Some(before)).size == 8)
+    assert(log.readPartition(0, Some(before)).size == 12)
   }
 
   test("an epoch committed again (a re-run after a failure) adds nothing") {

@@ -1,17 +1,12 @@
 package io.sharedstate.spark.durable
 
-import io.delta.kernel.data.FilteredColumnarBatch
-import io.delta.kernel.defaults.engine.DefaultEngine
-import io.delta.kernel.internal.util.Utils
 import io.sharedstate.core.{Key, UpdateBatch}
-import java.util.Optional
 import org.apache.spark.util.SerializableConfiguration
 import scala.collection.mutable
-import scala.jdk.CollectionConverters._
 
 /**
  * Where the write tasks of a durable State put their updates: a Parquet file per State partition
- * under the changelog's partition directory, written with Delta Kernel's Parquet writer. Nothing is
+ * under the changelog's partition directory, written with Parquet's own writer (see [[ColumnsParquetWriter]]). Nothing is
  * visible in the table until the driver commits the files with the epoch (see [[DeltaChangelog]]).
  * Serializable: it travels with the writer factory to the executors.
  *
@@ -49,11 +44,8 @@ private[sharedstate] final case class ChangelogTarget(
 
   /** Writes `rows`, all of partition `partition`, as Parquet files. */
   def write(partition: Int, rows: IndexedSeq[ChangelogRow]): Seq[ChangelogFile] = {
-    val engine = DefaultEngine.create(hadoopConf.value)
-    val batch = new ColumnsBatch(ChangelogSchema.physical, ChangelogRow.columns(rows), rows.size)
-    val data = Utils.singletonCloseableIterator(new FilteredColumnarBatch(batch, Optional.empty()))
-    val written = engine.getParquetHandler.writeParquetFiles(directory(partition), data, java.util.List.of())
-    try written.asScala.map(s => ChangelogFile(partition, s.getPath, s.getSize, s.getModificationTime)).toList
-    finally written.close()
+    val s = ColumnsParquetWriter.write(hadoopConf.value, directory(partition), ChangelogSchema.physical,
+      ChangelogRow.columns(rows), rows.size)
+    Seq(ChangelogFile(partition, s.getPath, s.getSize, s.getModificationTime))
   }
 }

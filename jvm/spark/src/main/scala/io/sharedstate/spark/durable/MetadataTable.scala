@@ -37,7 +37,7 @@ private[sharedstate] object MetadataTable {
     val columns =
       IndexedSeq[Array[_ <: AnyRef]](Array(spec.name), Array(toJson(spec)), Array(Integer.valueOf(FormatVersion)),
         Array(java.lang.Long.valueOf(System.currentTimeMillis() * 1000L)))
-    KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, txn, Map.empty, schema, columns, 1))
+    KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, conf, txn, Map.empty, schema, columns, 1))
   }
 
   /** The definition stored at `path`. */

@@ -22,7 +22,8 @@ import scala.jdk.OptionConverters._
  */
 private[sharedstate] final class RejectedTable private (val path: String, conf: Configuration) {
   import RejectedTable._
-  private val engine = DefaultEngine.create(KernelTables.compressed(conf))
+  private val writeConf = KernelTables.compressed(conf)
+  private val engine = DefaultEngine.create(writeConf)
   private val table = Table.forPath(engine, path)
 
   /**
@@ -48,7 +49,7 @@ private[sharedstate] final class RejectedTable private (val path: String, conf: 
       col((r, _) => r._2.value),
       col((r, _) => java.lang.Long.valueOf(r._2.updateProgressAtArrival))
     )
-    KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, txn, Map.empty, schema, columns, n))
+    KernelTables.commit(engine, txn, KernelTables.writeFiles(engine, writeConf, txn, Map.empty, schema, columns, n))
     true
   } catch { case _: ConcurrentTransactionException => false })
 

@@ -46,15 +46,11 @@ private[sharedstate] final case class SnapshotLink(id: Long, updateProgress: Lon
  */
 private[sharedstate] final class SnapshotTable private (val path: String, conf: Configuration, chunkBytes: Int) {
   import SnapshotTable._
-  // zstd-compressed Parquet (see KernelTables.compressed), without a dictionary: each chunk is a
-  // distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
-  // zstd level -1, a fast level (Parquet's default is 3): a round's write is on the snapshot's critical
-  // path, and the snapshot format's fixed-width fields compress as well at -1 as at 1 or 3, about twice as
-  // fast as at 3 (benchmarks/durability/zstd_levels.py).
+  // zstd-compressed Parquet at level -1 (see KernelTables.compressed), without a dictionary: each chunk
+  // is a distinct 4 MB value, which Parquet's dictionary writer would only hash before falling back to plain.
   private val writeConf = {
     val c = KernelTables.compressed(conf)
-    c.setIfUnset(DictionaryKey, "false")
-    c.setIfUnset(ZstdLevelKey, DefaultZstdLevel)
+    c.setIfUnset(KernelTables.DictionaryKey, "false")
     c
   }
   private val engine = DefaultEngine.create(writeConf)
@@ -112,10 +108,10 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
     val kept = physical.fields().asScala.zip(all).filter { case (f, _) => present.indexOf(f.getName) >= 0 }
     val columns = kept.map(_._2).toIndexedSeq
     val schema = new StructType(kept.map(_._1).asJava)
-    // Parquet's writer, not Kernel's: Kernel's does not hand Parquet the zstd level (see SnapshotParquetWriter).
+    // Parquet's writer, not Kernel's: Kernel's does not hand Parquet the zstd level (see ColumnsParquetWriter).
     val directory =
       Transaction.getWriteContext(engine, target.txnState, partitionValues(partition).asJava).getTargetDirectory
-    SnapshotFiles(partition, Seq(SnapshotParquetWriter.write(writeConf, directory, schema, columns, chunks)))
+    SnapshotFiles(partition, Seq(ColumnsParquetWriter.write(writeConf, directory, schema, columns, chunks)))
   }
 
   /**
@@ -269,9 +265,6 @@ private[sharedstate] object SnapshotTable {
   val BaseId = "base_id"
   val ParentId = "parent_id"
   val DefaultChunkBytes: Int = 4 << 20
-  val ZstdLevelKey = "parquet.compression.codec.zstd.level"
-  val DictionaryKey = "parquet.enable.dictionary"
-  val DefaultZstdLevel = "-1"
 
   val physical: StructType = new StructType(Seq(
       new StructField(SnapshotId, LongType.LONG, false),

@@ -10,11 +10,11 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.jdk.CollectionConverters._
 
 /**
- * The snapshots table's files as Parquet's own writer writes them: the snapshot reads back byte for
- * byte, the codec is the configured one and its zstd level takes effect (with Kernel's writer every
- * level gave the same file: Kernel does not hand Parquet the level).
+ * The durable tables' files as Parquet's own writer writes them: a snapshot and a changelog task's rows
+ * read back as written, the codec is the configured one and its zstd level takes effect (with Kernel's
+ * writer every level gave the same file: Kernel does not hand Parquet the level).
  */
-class SnapshotParquetWriterSuite extends AnyFunSuite {
+class ColumnsParquetWriterSuite extends AnyFunSuite {
 
   // A snapshot-like blob: fixed-width fields with some repetition, so zstd's levels compress it differently.
   private val blob: Array[Byte] = {
@@ -51,7 +51,7 @@ class SnapshotParquetWriterSuite extends AnyFunSuite {
 
   test("a snapshot written at zstd levels -5 and 19 reads back byte for byte; level 19's file is smaller") {
     val written = Seq("-5", "19").map { level =>
-      val (t, dir) = table(SnapshotTable.ZstdLevelKey -> level)
+      val (t, dir) = table(KernelTables.ZstdLevelKey -> level)
       t.write(partition = 1, id = 42L, updateProgress = 1000L, changelogVersion = 3L, bytes = blob)
       val back = t.latest(1).get
       assert(back.bytes.sameElements(blob), s"level $level: the snapshot read back differs")
@@ -61,6 +61,33 @@ class SnapshotParquetWriterSuite extends AnyFunSuite {
       level -> bytesOnDisk(dir, 1)
     }.toMap
     assert(written("19") < written("-5") * 0.95, s"file sizes by zstd level: $written")
+  }
+
+  test("changelog files at zstd levels -5 and 19 read back row for row (strings, nulls), level 19's smaller") {
+    val rnd = new scala.util.Random(11)
+    val batch = new io.sharedstate.core.UpdateBatch
+    (0 until 20000).foreach(i =>
+      batch.add(s"key-${rnd.nextInt(5000)}".getBytes, 1795851689451000L + i, s"value-${i % 97}".getBytes))
+    val read = Seq("-5", "19").map { level =>
+      val conf = new Configuration()
+      conf.set(KernelTables.ZstdLevelKey, level)
+      val log = DeltaChangelog.openOrCreate(
+        new Path(Files.createTempDirectory("changelog-parquet").toUri.toString, "changelog").toString, conf)
+      val written = log.target(partitionCount = 2).writeTask("writer-\u00e9", 7L, 3, batch)
+      assert(log.commitEpoch("writer-\u00e9", 7L, written).isDefined)
+      assert(written.forall(f => codecs(new Path(f.path)) == Set(CompressionCodecName.ZSTD)))
+      val rows = (0 until 2).flatMap(p => log.readPartition(p)).sortBy(_.seq)
+      level -> (rows, written.map(_.size).sum)
+    }.toMap
+    val rows = read("-5")._1
+    assert(rows.size == batch.size)
+    rows.zipWithIndex.foreach { case (r, i) =>
+      assert(r.writer == "writer-\u00e9" && r.epoch == 7L && r.task == 3 && r.event == null && r.commitSeq == null)
+      assert(new String(r.key) == new String(batch.keyAt(r.seq)) && r.timestamp.longValue == batch.timeAt(r.seq))
+    }
+    assert(read("19")._1.map(r => (r.partition, r.seq, new String(r.value))) ==
+      rows.map(r => (r.partition, r.seq, new String(r.value))))
+    assert(read("19")._2 < read("-5")._2, s"bytes at -5 and 19: ${read("-5")._2}, ${read("19")._2}")
   }
 
   test("a session's codec wins (SNAPPY), and a delta's link columns are written and read back") {

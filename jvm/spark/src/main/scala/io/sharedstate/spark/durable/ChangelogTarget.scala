@@ -6,8 +6,9 @@ import scala.collection.mutable
 
 /**
  * Where the write tasks of a durable State put their updates: a Parquet file per State partition
- * under the changelog's partition directory, written with Parquet's own writer (see [[ColumnsParquetWriter]]). Nothing is
- * visible in the table until the driver commits the files with the epoch (see [[DeltaChangelog]]).
+ * under the changelog's partition directory, written with Parquet's own writer (see
+ * [[ColumnsParquetWriter]]). Nothing is visible in the table until the driver commits the files with
+ * the epoch (see [[DeltaChangelog]]).
  * Serializable: it travels with the writer factory to the executors.
  *
  * @param directories the directory of each partition as Kernel names it (index p+1 for partition p,

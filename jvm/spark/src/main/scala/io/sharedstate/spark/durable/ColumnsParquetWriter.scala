@@ -63,9 +63,12 @@ private[durable] object ColumnsParquetWriter {
   }
 
   // Row r of the columns, straight to Parquet's record consumer (no record object per row).
-  private final class Rows(message: MessageType, schema: StructType, columns: IndexedSeq[Array[_ <: AnyRef]])
+  private final class Rows(message: MessageType, schema: StructType, values: IndexedSeq[Array[_ <: AnyRef]])
       extends WriteSupport[Integer] {
     private var out: RecordConsumer = _
+    // Read once: this runs per value of every row a writer task logs.
+    private val columns: Array[Array[_ <: AnyRef]] = values.toArray
+    private val names: Array[String] = Array.tabulate(schema.length())(schema.at(_).getName)
 
     override def init(configuration: Configuration): WriteSupport.WriteContext =
       new WriteSupport.WriteContext(message, java.util.Map.of())
@@ -80,7 +83,7 @@ private[durable] object ColumnsParquetWriter {
         columns(c)(r) match {
           case null => () // an optional field left out is null
           case v =>
-            val name = schema.at(c).getName
+            val name = names(c)
             out.startField(name, c)
             v match {
               case x: java.lang.Long => out.addLong(x.longValue)

@@ -98,8 +98,9 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
    * Retention's trim, planned: the data files of State partitions in `covered` (partition -> writer ->
    * the writer's last covered epoch) whose every row is an update of a covered epoch, at the latest
    * version. Decides a file from its footer's writer and epoch statistics ([[ChangelogFooters]]), else
-   * from those two columns; under no lock: only retention removes files, one trim at a time. A file holding any other row is left whole (replay skips the covered
-   * rows it still holds, as it did before the trim); a writer task's file holds one epoch of one writer.
+   * from those two columns; under no lock: only retention removes files, one trim at a time. A file
+   * holding any other row is left whole (replay skips the covered rows it still holds, as it did before
+   * the trim); a writer task's file holds one epoch of one writer.
    */
   def coveredFiles(covered: Map[Int, Map[String, Long]]): CoveredFiles = {
     val snapshot = table.getLatestSnapshot(engine)

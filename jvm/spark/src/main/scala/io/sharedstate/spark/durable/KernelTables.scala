@@ -46,7 +46,7 @@ private[sharedstate] object KernelTables {
       Seq(ColumnsParquetWriter.write(conf, directory, physical, columns, rows)))
   }
 
-  /** The add actions of files [[writeParquet]] wrote, for the transaction whose state is `txnState`. */
+  /** The add actions of files [[ColumnsParquetWriter]] wrote, for the transaction whose state is `txnState`. */
   def appendActions(engine: Engine, txnState: Row, partitionValues: Map[String, Literal],
       written: Seq[DataFileStatus]): Seq[Row] = {
     val context = Transaction.getWriteContext(engine, txnState, partitionValues.asJava)

@@ -246,20 +246,21 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
         }
         Option.when(covered.nonEmpty)(p -> (id, covered))
       }.toMap
-      var lockNanos = 0L
-      if (perPartition.nonEmpty) {
-        // The files to remove are found outside every lock (their writer and epoch columns read); then
-        // one commit of the log only, between commits: the State's own Kernel commits of new epochs
-        // never race it, and writers wait for it only as long as that commit takes.
+      val lockNanos = if (perPartition.isEmpty) 0L
+      else {
+        // The files to remove are found outside every lock (from their footers, else their writer and
+        // epoch columns); then one commit of the log only, between commits: the State's own Kernel
+        // commits of new epochs never race it, and writers wait for it only as long as that commit takes.
         val files = log.coveredFiles(perPartition.map { case (p, (_, covered)) => p -> covered })
         beforeTrim()
-        state.betweenCommits {
+        val nanos = state.betweenCommits {
           val locked = System.nanoTime()
           log.markTrimmed(perPartition.map { case (p, (id, _)) => p -> id }, files)
-          lockNanos = System.nanoTime() - locked
+          System.nanoTime() - locked
         }
         logInfo(s"changelog ${log.path}: trimmed ${files.count} files (${files.bytes} bytes) of " +
           s"${perPartition.size} partitions")
+        nanos
       }
       trimmedAt = keepFrom
       (removable, perPartition.nonEmpty, lockNanos)

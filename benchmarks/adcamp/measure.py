@@ -14,10 +14,12 @@ from urllib.parse import unquote
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sharedstate.testing.adcamp import accepted_updates, expected_late, oracle
-from workload import Staged, as_workload
+from sharedstate.testing.adcamp import SECOND, accepted_updates, expected_late
+from workload import BASE_US, Staged, as_workload
 
 NULL = -1  # campaign / campaign time of a view no update covers
 
@@ -31,18 +33,15 @@ class Expected:
 
 
 def expected(staged: Staged) -> Expected:
-    """The as-of join over the whole accepted update history (the demo's merge_asof oracle), cached."""
+    """The as-of join over the whole accepted update history, cached: the demo's oracle helpers decide
+    which updates are late (the updates are few), the views are joined file by file (`asof_campaigns`),
+    so a point of hundreds of millions of views is never whole in memory."""
     path = staged.directory / "oracle.npz"
     if not path.exists():
-        work = as_workload(staged)
+        work = as_workload(staged, events=False)
         late = expected_late(work)
         accepted = accepted_updates(work)
-        joined = oracle(work.events, accepted, value="campaign", time_column="campaign_time")
-        joined = joined.sort_values("event_id")
-        campaign = joined["campaign"].fillna(NULL).astype(np.int64).to_numpy()
-        times = pd.to_datetime(joined["campaign_time"], utc=True)
-        micros = np.where(times.isna(), NULL, times.astype("datetime64[us, UTC]").astype("int64"))
-        assert (joined["event_id"].to_numpy() == np.arange(len(joined))).all()
+        campaign, micros = asof_campaigns(staged, accepted)
         np.savez(
             path.with_suffix(".tmp.npz"),
             campaign=campaign,
@@ -53,6 +52,46 @@ def expected(staged: Staged) -> Expected:
         path.with_suffix(".tmp.npz").replace(path)
     data = np.load(path)
     return Expected(data["campaign"], data["campaign_time"], int(data["late"]), int(data["accepted"]))
+
+
+# Below every time of a point: an (ad, time) pair is one int64, the ad above 40 bits of microseconds
+# (12.7 days) since this origin, so the as-of search is one sorted array and numpy's searchsorted.
+_ORIGIN_US = BASE_US - 3600 * SECOND
+
+
+def _pair_keys(ad: np.ndarray, micros: np.ndarray) -> np.ndarray:
+    return (ad.astype(np.int64) << 40) | (micros - _ORIGIN_US)
+
+
+def _micros(column: pa.ChunkedArray) -> np.ndarray:
+    """A timestamp column (any unit) as int64 UTC microseconds, nulls as NULL."""
+    return pc.fill_null(column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), NULL).to_numpy()
+
+
+def asof_campaigns(staged: Staged, accepted: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per measured view (by event_id): the campaign of the latest accepted update of its ad at or
+    before its time, and that update's time; NULL for both where there is none (what merge_asof's
+    backward search with exact matches gives, and the demo's `oracle`)."""
+    ad = accepted["ad_id"].to_numpy(np.int64)
+    times = pd.to_datetime(accepted["ts"], utc=True).astype("datetime64[us, UTC]").astype("int64").to_numpy()
+    keys = _pair_keys(ad, times)
+    order = np.argsort(keys, kind="stable")
+    keys, ad, times = keys[order], ad[order], times[order]
+    campaigns = accepted["campaign"].to_numpy(np.int16)[order]
+    n = staged.measured_events
+    campaign = np.full(n, NULL, dtype=np.int16)
+    campaign_time = np.full(n, NULL, dtype=np.int64)
+    for f in staged.event_files[: staged.shape.measured_slots]:
+        t = pq.read_table(f, columns=["event_id", "ad_id", "ts"])
+        if t.num_rows == 0:
+            continue
+        ids = t.column("event_id").to_numpy()
+        view_ad = t.column("ad_id").to_numpy()
+        j = np.searchsorted(keys, _pair_keys(view_ad, _micros(t.column("ts"))), side="right") - 1
+        hit = (j >= 0) & (ad[np.maximum(j, 0)] == view_ad)
+        campaign[ids[hit]] = campaigns[j[hit]]
+        campaign_time[ids[hit]] = times[j[hit]]
+    return campaign, campaign_time
 
 
 def _commits(table: Path) -> list[tuple[Path, float, list[str]]]:
@@ -96,37 +135,21 @@ class SinkRows:
 
 
 def read_sink(table: Path) -> SinkRows:
-    parts = []
+    """Every row of the sink as numpy columns (straight from Arrow: no DataFrame of every row)."""
+    ids, campaigns, times, visibles = [], [], [], []
     for _, visible, adds in _commits(table):
         for rel in adds:
             t = pq.read_table(table / rel, columns=["event_id", "campaign", "campaign_time"])
             if t.num_rows == 0:
                 continue
-            df = t.to_pandas()
-            parts.append(
-                pd.DataFrame(
-                    {
-                        "event_id": df["event_id"].to_numpy(np.int64),
-                        "campaign": df["campaign"].fillna(NULL).astype(np.int64).to_numpy(),
-                        "campaign_time": np.where(
-                            df["campaign_time"].isna(),
-                            NULL,
-                            pd.to_datetime(df["campaign_time"], utc=True).astype("datetime64[us, UTC]").astype("int64"),
-                        ),
-                        "visible": visible,
-                    }
-                )
-            )
-    if not parts:
+            ids.append(t.column("event_id").to_numpy().astype(np.int64, copy=False))
+            campaigns.append(pc.fill_null(t.column("campaign"), NULL).to_numpy().astype(np.int64, copy=False))
+            times.append(_micros(t.column("campaign_time")))
+            visibles.append(np.full(t.num_rows, visible))
+    if not ids:
         empty = np.zeros(0, dtype=np.int64)
         return SinkRows(empty, empty, empty, np.zeros(0))
-    df = pd.concat(parts, ignore_index=True)
-    return SinkRows(
-        df["event_id"].to_numpy(),
-        df["campaign"].to_numpy(),
-        df["campaign_time"].to_numpy(),
-        df["visible"].to_numpy(np.float64),
-    )
+    return SinkRows(np.concatenate(ids), np.concatenate(campaigns), np.concatenate(times), np.concatenate(visibles))
 
 
 def processed_rate(fed: np.ndarray, visible: np.ndarray, offered: float) -> float | None:

@@ -98,3 +98,45 @@ def test_conf_goes_on_top_of_the_common_settings_and_needs_key_equals_value(caps
     with pytest.raises(SystemExit):
         run._parse(["--out", "x", "--conf", "spark.sql.shuffle.partitions"])
     assert "--conf takes KEY=VALUE, got 'spark.sql.shuffle.partitions'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rates", [(50, 3000), (400, 1700), (2000, 500)])
+def test_views_are_staged_slot_by_slot_in_arrival_order(tmp_path, rates):
+    import pyarrow.parquet as pq
+
+    from workload import SECOND, Shape, stage
+
+    shape = Shape(update_rate=rates[0], event_rate=rates[1], seconds=2.0, tail_s=0.5, slot_s=0.25, seed=3)
+    staged = stage(shape, tmp_path)
+    starts = staged.event_slot_starts
+    assert starts[0] == 0 and starts[-1] == round(shape.event_rate * shape.slots * shape.slot_s)
+    for i, f in enumerate(staged.event_files):
+        ids = pq.read_table(f, columns=["event_id"]).column(0).to_numpy()
+        assert list(ids) == list(range(starts[i], starts[i + 1])), i
+        arrival = (ids * SECOND) // shape.event_rate  # each view in the slot its arrival falls in
+        assert ((arrival // int(shape.slot_s * SECOND)) == i).all(), i
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_file_by_file_oracle_equals_merge_asof_over_every_view(tmp_path, seed):
+    import pandas as pd
+
+    from measure import NULL, expected
+    from sharedstate.testing.adcamp import accepted_updates, oracle
+    from workload import Shape, as_workload, stage
+
+    # few ads and a long lateness: many views fall before their ad's first update (no campaign), many
+    # updates arrive out of order, some views pick ads no update covers
+    shape = Shape(update_rate=[20, 60, 200, 500][seed], event_rate=1500, seconds=3.0, tail_s=1.0, seed=seed)
+    staged = stage(shape, tmp_path)
+    got = expected(staged)
+    work = as_workload(staged)
+    joined = oracle(work.events, accepted_updates(work), value="campaign", time_column="campaign_time")
+    joined = joined.sort_values("event_id")
+    assert (joined["event_id"].to_numpy() == np.arange(staged.measured_events)).all()
+    want_campaign = joined["campaign"].fillna(NULL).astype(np.int64).to_numpy()
+    times = pd.to_datetime(joined["campaign_time"], utc=True)
+    want_time = np.where(times.isna(), NULL, times.astype("datetime64[us, UTC]").astype("int64"))
+    assert 0 < np.count_nonzero(want_campaign == NULL) < len(want_campaign)
+    assert (got.campaign.astype(np.int64) == want_campaign).all()
+    assert (got.campaign_time == want_time).all()

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from sharedstate.testing.adcamp import SECOND, Workload
 
 BASE_US = 1_767_225_600 * SECOND  # 2026-01-01 00:00:00 UTC
-GENERATOR = "g2"  # in every staged directory's name: a change to the generator must not reuse old files
+GENERATOR = "g3"  # in every staged directory's name: a change to the generator must not reuse old files
 UPDATE_SCHEMA = "ad_id BIGINT, ts TIMESTAMP, campaign INT"
 EVENT_SCHEMA = "event_id BIGINT, ad_id BIGINT, ts TIMESTAMP, clicked BOOLEAN"
 CAMPAIGNS = 50
@@ -120,18 +120,27 @@ def _without_ties(ad: np.ndarray, ts: np.ndarray) -> np.ndarray:
         ts[np.maximum(order[1:][tied], order[:-1][tied])] -= 1  # arrival order is index order
 
 
-def _events(shape: Shape) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng([shape.seed, 2, shape.update_rate, shape.event_rate])
-    total = int(round(shape.event_rate * shape.slots * shape.slot_s))
-    arrival = (np.arange(total, dtype=np.int64) * SECOND) // shape.event_rate
-    jitter = rng.integers(0, int(shape.event_jitter_s * SECOND), size=total)
+def _event_slot_starts(shape: Shape) -> np.ndarray:
+    """The first event id of each slot, plus the total at the end: view i arrives at
+    (i * SECOND) // event_rate, so the first id at or after edge E is ceil(E * event_rate / SECOND)."""
+    edges = np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND)
+    return -(-(edges * shape.event_rate) // SECOND)
+
+
+def _events(shape: Shape, slot: int, first: int, until: int) -> dict[str, np.ndarray]:
+    """Slot `slot`'s views (ids first until `until`), from a generator of the slot's own: a point of
+    hundreds of millions of views is made one slot at a time, never whole in memory."""
+    rng = np.random.default_rng([shape.seed, 2, shape.update_rate, shape.event_rate, slot])
+    n = until - first
+    event_id = np.arange(first, until, dtype=np.int64)
+    arrival = (event_id * SECOND) // shape.event_rate
+    jitter = rng.integers(0, int(shape.event_jitter_s * SECOND), size=n)
     ad_space = int(shape.keys * (1 + UNCOVERED_FRACTION)) + 1
     return {
-        "event_id": np.arange(total, dtype=np.int64),
-        "ad_id": rng.integers(0, ad_space, size=total),
+        "event_id": event_id,
+        "ad_id": rng.integers(0, ad_space, size=n),
         "ts": BASE_US + arrival - jitter,
-        "clicked": rng.random(total) < 0.08,
-        "arrival": arrival,
+        "clicked": rng.random(n) < 0.08,
     }
 
 
@@ -158,21 +167,23 @@ def stage(shape: Shape, cache: Path) -> Staged:
     if not bounds_file.exists():
         upd_dir.mkdir(parents=True, exist_ok=True)
         ev_dir.mkdir(parents=True, exist_ok=True)
-        upd, ev = _updates(shape), _events(shape)
-        ub, eb = _slot_bounds(upd["arrival"], shape), _slot_bounds(ev["arrival"], shape)
+        upd = _updates(shape)
+        ub, eb = _slot_bounds(upd["arrival"], shape), _event_slot_starts(shape)
         for i in range(shape.slots):
             pq.write_table(_table(upd, ["ad_id", "ts", "campaign"], slice(ub[i], ub[i + 1])), upd_files[i])
-            pq.write_table(_table(ev, ["event_id", "ad_id", "ts", "clicked"], slice(eb[i], eb[i + 1])), ev_files[i])
+            ev = _events(shape, i, int(eb[i]), int(eb[i + 1]))
+            pq.write_table(_table(ev, ["event_id", "ad_id", "ts", "clicked"], slice(None)), ev_files[i])
         np.save(bounds_file.with_suffix(".tmp.npy"), eb)
         os.replace(bounds_file.with_suffix(".tmp.npy"), bounds_file)
     return Staged(shape, directory, upd_files, ev_files, np.load(bounds_file))
 
 
-def as_workload(staged: Staged) -> Workload:
-    """The staged files as the demo's Workload (one batch per file), for its oracle helpers."""
+def as_workload(staged: Staged, events: bool = True) -> Workload:
+    """The staged files as the demo's Workload (one batch per file), for its oracle helpers; with
+    `events` False its updates only (the harness's oracle reads the views file by file)."""
 
     def frames(files: list[Path]):
         return [pq.read_table(f).to_pandas() for f in files]
 
-    events = [f for f in frames(staged.event_files[: staged.shape.measured_slots]) if len(f)]
-    return Workload(frames(staged.update_files), events, int(staged.shape.lateness_s * SECOND))
+    views = [f for f in frames(staged.event_files[: staged.shape.measured_slots]) if len(f)] if events else []
+    return Workload(frames(staged.update_files), views, int(staged.shape.lateness_s * SECOND))

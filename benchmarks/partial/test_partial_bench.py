@@ -1,8 +1,7 @@
 """The partial-State benchmark's runner in --quick mode (tiny workloads, one run: the CI budget): every
-side of learning and collaborative filtering runs in capacity mode, and every side of fraud and
-barrier in sustained mode (fixed tiny rates instead of a search); every output equals the oracle, and
-the JSON, table, plot and command are written. And the benchmark's vectorised fraud oracle equals the
-sequential one of sharedstate.testing."""
+application and side runs, every output equals the oracle, and the JSON, table, plot and command are
+written; in sustained mode too (fraud, barrier: fixed tiny rates instead of a search). And the
+benchmark's vectorised fraud oracle equals the sequential one of sharedstate.testing."""
 
 from __future__ import annotations
 
@@ -42,38 +41,23 @@ def test_search_brackets_the_highest_sustained_rate():
     assert search(lambda rate: False, 1_000.0, 1.2) is None  # not even the floor (125/s)
 
 
-# Capacity points of the applications the sustained test below does not run (fraud and barrier run
-# every side there): one Spark session and two applications' points less in CI's budget.
-CAPACITY_APPS = [a for a in APPS if a not in ("fraud", "barrier")]
-
-
 @pytest.mark.slow
 def test_quick_run_checks_every_side_against_the_oracle(tmp_path):
     out = tmp_path / "out"
     subprocess.run(
-        [
-            sys.executable,
-            str(HERE / "bench_partial.py"),
-            "--out",
-            str(out),
-            "--quick",
-            "--modes",
-            "capacity",
-            "--apps",
-            ",".join(CAPACITY_APPS),
-        ],
+        [sys.executable, str(HERE / "bench_partial.py"), "--out", str(out), "--quick", "--modes", "capacity"],
         check=True,
         timeout=1200,
     )
     doc = json.loads((out / "partial.json").read_text())
     seen = {(p["app"], p["side"], p["mode"]) for p in doc["points"]}
-    assert seen == {(a, s, "capacity") for a in CAPACITY_APPS for s in SIDES}
+    assert seen == {(a, s, "capacity") for a in APPS for s in SIDES}
     for p in doc["points"]:
         assert p["correct"] and p["wrong"] == 0, p
         assert p["events_per_s"] > 0 and p["p99_ms"] >= p["p50_ms"] > 0, p
-    assert set(doc["ratios"]) == set(CAPACITY_APPS)
+    assert set(doc["ratios"]) == set(APPS)
     table = (out / "table.md").read_text()
-    assert all(f"| {a} | {s} |" in table for a in CAPACITY_APPS for s in SIDES)
+    assert all(f"| {a} | {s} |" in table for a in APPS for s in SIDES)
     assert (out / "plot.png").stat().st_size > 0
     assert (out / "command.txt").read_text().startswith(".venv/bin/python benchmarks/partial/bench_partial.py")
 

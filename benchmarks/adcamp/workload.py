@@ -123,8 +123,7 @@ def _without_ties(ad: np.ndarray, ts: np.ndarray) -> np.ndarray:
 def _event_slot_starts(shape: Shape) -> np.ndarray:
     """The first event id of each slot, plus the total at the end: view i arrives at
     (i * SECOND) // event_rate, so the first id at or after edge E is ceil(E * event_rate / SECOND)."""
-    edges = np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND)
-    return -(-(edges * shape.event_rate) // SECOND)
+    return -(-(_slot_edges(shape) * shape.event_rate) // SECOND)
 
 
 def _events(shape: Shape, slot: int, first: int, until: int) -> dict[str, np.ndarray]:
@@ -152,9 +151,13 @@ def _table(columns: dict[str, np.ndarray], names: list[str], rows: slice) -> pa.
     return pa.table(arrays, names=names)
 
 
+def _slot_edges(shape: Shape) -> np.ndarray:
+    """Each slot's start in microseconds of arrival, plus the end of the last."""
+    return np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND)
+
+
 def _slot_bounds(arrival: np.ndarray, shape: Shape) -> np.ndarray:
-    edges = np.arange(shape.slots + 1, dtype=np.int64) * int(shape.slot_s * SECOND)
-    return np.searchsorted(arrival, edges, side="left")
+    return np.searchsorted(arrival, _slot_edges(shape), side="left")
 
 
 def stage(shape: Shape, cache: Path) -> Staged:

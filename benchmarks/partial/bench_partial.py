@@ -34,6 +34,7 @@ import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -378,6 +379,8 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
             phases[f"q{i}"] = sums
             if i == 0:
                 rows_first = [p["numInputRows"] for p in progress]
+        if not failure and rec.rows() < staged.events and time.time() - began > args.timeout:
+            _report_stuck(spark, staged, rec, queries, work, uid)
         for q in queries:
             q.stop()
         for name in ss.State.names(spark):  # States live as long as the application
@@ -391,6 +394,49 @@ def observe(spark, staged: Staged, side: str, mode: str, args: Args, uid: str) -
     return Observed(
         got, dict(feeder.visible), phases, batch_rows, load, began, failure, jvm_cores, machine_busy, cpu_by_thread
     )
+
+
+def _report_stuck(spark, staged: Staged, rec, queries, work: Path, uid: str) -> None:
+    """A point that timed out: what its missing ids, States, queries and waiting rows were (stderr)."""
+    try:
+        _print_stuck(spark, staged, rec, queries, work, uid)
+    except Exception as e:  # the report is a diagnosis: the point fails with its timeout either way
+        print(f"STUCK report failed: {e!r}", file=sys.stderr)
+
+
+def _print_stuck(spark, staged: Staged, rec, queries, work: Path, uid: str) -> None:
+    got = set(rec.result()[rec.columns[0]].tolist())
+    missing = [(f, i) for f, ids in enumerate(staged.measured_ids) for i in ids if i not in got]
+    print(f"STUCK {staged.app}: missing (file, id) {missing[:20]}", file=sys.stderr)
+    for name in ss.State.names(spark):
+        if name.endswith(uid):
+            state = ss.State.get(spark, name)
+            print(
+                f"STUCK state {name}: progress {state.progress()} writers {state.writers()} readers {state.readers()}",
+                file=sys.stderr,
+            )
+    for q in queries:
+        last = q.lastProgress or {}
+        sources = [
+            (s.get("description"), s.get("startOffset"), s.get("endOffset"), s.get("numInputRows"))
+            for s in last.get("sources", [])
+        ]
+        print(
+            f"STUCK query {q.name}: batch {last.get('batchId')} active {q.isActive} status {q.status} "
+            f"sources {sources}",
+            file=sys.stderr,
+        )
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    dump = Path(tempfile.gettempdir()) / f"sharedstate-stuck-{uid}-threads.txt"
+    dump.write_text(subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True).stdout)
+    print(f"STUCK threads of the JVM: {dump}", file=sys.stderr)
+    kept = Path(tempfile.gettempdir()) / f"sharedstate-stuck-{uid}"
+    for ck in work.glob("ck-*"):
+        shutil.copytree(ck, kept / ck.name, dirs_exist_ok=True)
+    print(f"STUCK checkpoints kept in {kept}", file=sys.stderr)
+    for d in sorted(work.rglob("fetch-waiting")):
+        files = sorted(p for p in d.rglob("*") if p.is_file() and not p.name.startswith("."))
+        print(f"STUCK waiting {d}: {[(str(p.relative_to(d)), p.stat().st_size) for p in files[-8:]]}", file=sys.stderr)
 
 
 def _lags_ms(staged: Staged, obs: Observed) -> tuple[np.ndarray, np.ndarray, int]:

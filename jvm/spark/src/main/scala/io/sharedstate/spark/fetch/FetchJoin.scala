@@ -78,7 +78,12 @@ private[sharedstate] object FetchJoin {
   }
 
   // The events carry a watermark (withWatermark): the join reports F from it, with no lateness option.
-  private def watermarked(plan: LogicalPlan): Boolean = plan.exists(_.isInstanceOf[EventTimeWatermark])
+  // Not the zero-delay watermark of an earlier fetch join's progress ticks in the events' plan (a join
+  // fed by another): that one follows U, not the events, and would make on-time events late.
+  private def watermarked(plan: LogicalPlan): Boolean = plan.exists {
+    case w: EventTimeWatermark => w.eventTime.name != ProgressTicks.Column
+    case _ => false
+  }
 
   private def quoted(name: String): Column = col("`" + name.replace("`", "``") + "`")
 }

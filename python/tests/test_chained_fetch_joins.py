@@ -1,11 +1,14 @@
-"""Two fetch joins in one query, the second on the first's output (as in demos/cf.py), with no
-lateness and no watermark of the user's: no event is ever late, so every event comes out, also one
-that arrives after both States' U (and the query's internal watermark of their progress ticks)
-passed its time."""
+"""Two fetch joins in one query, the second on the first's output (as in demos/cf.py): events joined
+with a user -> item State, then with an item -> label State. An event that was on time when it
+arrived comes out of both joins: with no lateness and no watermark of the user's, also one that
+arrives after both States' U (and the query's internal watermark of their progress ticks) passed its
+time; with a watermark, also one the watermark passed while it waited in the first join."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
@@ -16,12 +19,33 @@ from sharedstate.testing.streams import drained
 EVENTS = "event_id BIGINT, user STRING, ts TIMESTAMP"
 
 
-def _writer(spark, workdir, name, key, value, rows):
-    schema = f"{key} STRING, {value} STRING, ts TIMESTAMP"
-    write_batches(workdir / f"in-{name}", [pd.DataFrame(rows)])
+def seconds(*s: float) -> pd.DatetimeIndex:
+    return pd.to_datetime(list(s), unit="s", utc=True)
+
+
+@dataclass
+class Writer:
+    """A writer query into State `name` from the parquet files of `directory`, one file per `add`."""
+
+    query: object
+    directory: Path
+    key: str
+    value: str
+    files: int = 1
+
+    def add(self, key: str, value: str, t: float) -> None:
+        frame = pd.DataFrame({self.key: [key], self.value: [value], "ts": seconds(t)})
+        write_batches(self.directory, [frame], start_mtime=time.time(), first_index=self.files)
+        self.files += 1
+        self.query.processAllAvailable()
+
+
+def _writer(spark, workdir: Path, name: str, key: str, value: str, rows: dict) -> Writer:
+    directory = workdir / f"in-{name}"
+    write_batches(directory, [pd.DataFrame(rows)])
     query = (
-        spark.readStream.schema(schema)
-        .parquet(str(workdir / f"in-{name}"))
+        spark.readStream.schema(f"{key} STRING, {value} STRING, ts TIMESTAMP")
+        .parquet(str(directory))
         .writeStream.format("sharedstate")
         .option("state", name)
         .option("key", key)
@@ -30,108 +54,80 @@ def _writer(spark, workdir, name, key, value, rows):
         .start()
     )
     query.processAllAvailable()
-    return query
+    return Writer(query, directory, key, value)
+
+
+def _chained(spark, workdir: Path, state_name: str, items_until: float, watermark: str | None):
+    """The two States (users' U = 2 s, items' U = `items_until`) and the chained query over the
+    events of workdir/events (the first file already there); returns the writers, the query and
+    its memory table."""
+    users, items = f"{state_name}_users", f"{state_name}_items"
+    ss.State.create(spark, users, key="user STRING", value="item STRING")
+    ss.State.create(spark, items, key="item STRING", value="label STRING")
+    user_writer = _writer(
+        spark, workdir, users, "user", "item", {"user": ["u1", "u2"], "item": ["i1", "i2"], "ts": seconds(1, 2)}
+    )
+    item_rows = {"item": ["i1", "i2", "end"], "label": ["a", "b", "-"], "ts": seconds(1, 2, items_until)}
+    item_writer = _writer(spark, workdir, items, "item", "label", item_rows)
+    events = spark.readStream.schema(EVENTS).option("maxFilesPerTrigger", 1).parquet(str(workdir / "events"))
+    if watermark:
+        events = events.withWatermark("ts", watermark)
+    with_item = ss.fetch_join(events, users, key="user", time="ts")
+    with_label = ss.fetch_join(with_item, items, key="item", time="ts")
+    out = f"out_{state_name}"
+    reader = (
+        with_label.writeStream.format("memory")
+        .queryName(out)
+        .option("checkpointLocation", str(workdir / "ck-out"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    return user_writer, item_writer, reader, out
+
+
+def _event(workdir: Path, index: int, event_id: int, user: str, t: float) -> None:
+    frame = pd.DataFrame({"event_id": [event_id], "user": [user], "ts": seconds(t)})
+    write_batches(workdir / "events", [frame], start_mtime=time.time(), first_index=index)
+
+
+def _tick_batches(item_writer: Writer, reader, times: tuple[float, ...]) -> None:
+    """Moves the items' U step by step: micro-batches that read only progress ticks."""
+    for t in times:
+        item_writer.add("end", "-", t)
+        drained(reader)
+
+
+def _labels(spark, out: str) -> tuple[list, list]:
+    got = spark.table(out).toPandas().sort_values("event_id")
+    return got["event_id"].tolist(), got["label"].tolist()
 
 
 def test_an_event_older_than_both_states_u_passes_both_joins(spark, workdir, state_name):
-    users, items = f"{state_name}_users", f"{state_name}_items"
-    ss.State.create(spark, users, key="user STRING", value="item STRING")
-    ss.State.create(spark, items, key="item STRING", value="label STRING")
-    seconds = lambda *s: pd.to_datetime(list(s), unit="s", utc=True)  # noqa: E731
-    user_writer = _writer(
-        spark, workdir, users, "user", "item", {"user": ["u1", "u2"], "item": ["i1", "i2"], "ts": seconds(1, 2)}
-    )
-    item_rows = {"item": ["i1", "i2", "end"], "label": ["a", "b", "-"], "ts": seconds(1, 2, 100)}
-    item_writer = _writer(spark, workdir, items, "item", "label", item_rows)
-    # users: U = 2 s, items: U = 100 s; the users State gets its own closing update below
-
-    events_dir = workdir / "events"
-    write_batches(events_dir, [pd.DataFrame({"event_id": [1], "user": ["u1"], "ts": seconds(90)})])
-    events = spark.readStream.schema(EVENTS).option("maxFilesPerTrigger", 1).parquet(str(events_dir))
-    with_item = ss.fetch_join(events, users, key="user", time="ts")
-    with_label = ss.fetch_join(with_item, items, key="item", time="ts")
-    out = f"out_{state_name}"
-    reader = (
-        with_label.writeStream.format("memory")
-        .queryName(out)
-        .option("checkpointLocation", str(workdir / "ck-out"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
-    closing = pd.DataFrame({"user": ["end"], "item": ["-"], "ts": seconds(100)})
-    write_batches(workdir / f"in-{users}", [closing], start_mtime=time.time(), first_index=1)
-    user_writer.processAllAvailable()
+    _event(workdir, 0, 1, "u1", 90)
+    user_writer, item_writer, reader, out = _chained(spark, workdir, state_name, items_until=100, watermark=None)
+    user_writer.add("end", "-", 100)
     drained(reader)
     assert spark.table(out).count() == 1  # event 1 waited in the first join for U, then passed both
-    # a few more U steps: micro-batches that read only ticks, so the query's watermark of its progress
-    # ticks reaches both States' U
-    for i, t in enumerate((110, 120, 130), start=1):
-        step = pd.DataFrame({"item": ["end"], "label": ["-"], "ts": seconds(t)})
-        write_batches(workdir / f"in-{items}", [step], start_mtime=time.time(), first_index=i)
-        item_writer.processAllAvailable()
-        drained(reader)
+    # the query's watermark of its progress ticks reaches both States' U (100 s)
+    _tick_batches(item_writer, reader, (110, 120, 130))
 
-    # Now both States' U (100 s) are past the event times; a new event at 50 s is on time (no lateness).
-    write_batches(
-        events_dir,
-        [pd.DataFrame({"event_id": [2], "user": ["u2"], "ts": seconds(50)})],
-        start_mtime=time.time(),
-        first_index=1,
-    )
+    _event(workdir, 1, 2, "u2", 50)  # below both U; on time: the events have no lateness
     drained(reader)
-    got = spark.table(out).toPandas().sort_values("event_id")
-    assert got["event_id"].tolist() == [1, 2], "an event with no lateness set was dropped as late"
-    assert got["label"].tolist() == ["a", "b"]
+    assert _labels(spark, out) == ([1, 2], ["a", "b"]), "an event with no lateness set was dropped as late"
 
 
 def test_with_a_watermark_an_event_that_waited_in_the_first_join_is_not_late_in_the_second(spark, workdir, state_name):
-    """The events' watermark passes an event while it waits for the first State's U; when that join
-    answers it, the second join takes it (it was on time when it arrived), as it does the others."""
-    users, items = f"{state_name}_users", f"{state_name}_items"
-    ss.State.create(spark, users, key="user STRING", value="item STRING")
-    ss.State.create(spark, items, key="item STRING", value="label STRING")
-    seconds = lambda *s: pd.to_datetime(list(s), unit="s", utc=True)  # noqa: E731
-    user_writer = _writer(
-        spark, workdir, users, "user", "item", {"user": ["u1", "u2"], "item": ["i1", "i2"], "ts": seconds(1, 2)}
-    )
-    item_rows = {"item": ["i1", "i2", "end"], "label": ["a", "b", "-"], "ts": seconds(1, 2, 1000)}
-    item_writer = _writer(spark, workdir, items, "item", "label", item_rows)
-
-    events_dir = workdir / "events"
-    first = pd.DataFrame({"event_id": [1], "user": ["u1"], "ts": seconds(50)})
-    write_batches(events_dir, [first], start_mtime=time.time())
-    events = (
-        spark.readStream.schema(EVENTS)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(events_dir))
-        .withWatermark("ts", "10 seconds")
-    )
-    with_item = ss.fetch_join(events, users, key="user", time="ts")
-    with_label = ss.fetch_join(with_item, items, key="item", time="ts")
-    out = f"out_{state_name}"
-    reader = (
-        with_label.writeStream.format("memory")
-        .queryName(out)
-        .option("checkpointLocation", str(workdir / "ck-out"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
+    _event(workdir, 0, 1, "u1", 50)
+    user_writer, item_writer, reader, out = _chained(
+        spark, workdir, state_name, items_until=1000, watermark="10 seconds"
     )
     drained(reader)
-    second = pd.DataFrame({"event_id": [2], "user": ["u2"], "ts": seconds(200)})
-    write_batches(events_dir, [second], start_mtime=time.time(), first_index=1)
+    _event(workdir, 1, 2, "u2", 200)
     drained(reader)
-    # batches that read only ticks: the watermark (190 s) passes event 1, still waiting for the users' U
-    for i, t in enumerate((1010, 1020, 1030), start=1):
-        step = pd.DataFrame({"item": ["end"], "label": ["-"], "ts": seconds(t)})
-        write_batches(workdir / f"in-{items}", [step], start_mtime=time.time(), first_index=i)
-        item_writer.processAllAvailable()
-        drained(reader)
+    # the events' watermark (190 s) passes event 1 while it waits for the users' U
+    _tick_batches(item_writer, reader, (1010, 1020, 1030))
     assert spark.table(out).count() == 0, "both events wait for the users' U"
 
-    closing = pd.DataFrame({"user": ["end"], "item": ["-"], "ts": seconds(300)})
-    write_batches(workdir / f"in-{users}", [closing], start_mtime=time.time(), first_index=1)
-    user_writer.processAllAvailable()
+    user_writer.add("end", "-", 300)
     drained(reader)
-    got = spark.table(out).toPandas().sort_values("event_id")
-    assert got["event_id"].tolist() == [1, 2], "an event that waited in the first join was dropped as late"
-    assert got["label"].tolist() == ["a", "b"]
+    assert _labels(spark, out) == ([1, 2], ["a", "b"]), "an event that waited in the first join was dropped as late"

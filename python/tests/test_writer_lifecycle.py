@@ -59,7 +59,8 @@ def test_a_writer_holds_u_from_its_start_and_a_stopped_one_no_longer(spark, work
     drained(a)
     assert state.progress()["update"] == _secs(20)[0], "the idle-but-running writer b holds U at its join point"
     b.stop()
-    assert _status(state, b) == "paused"
+    # Spark delivers a stop to listeners asynchronously: paused a moment after stop() returns
+    wait_until(lambda: _status(state, b) == "paused", 30, "the stopped writer to be paused")
     assert state.progress()["update"] == _secs(40)[0], "a stopped writer no longer pins U"
     # the restarted writer (same checkpoint, same query id) resumes and holds U again
     b = _writer(spark, workdir, state_name, "b")
@@ -69,7 +70,7 @@ def test_a_writer_holds_u_from_its_start_and_a_stopped_one_no_longer(spark, work
     assert state.progress()["update"] == _secs(40)[0]
     a.stop()
     b.stop()
-    assert {w["status"] for w in state.writers()} == {"paused"}
+    wait_until(lambda: {w["status"] for w in state.writers()} == {"paused"}, 30, "both stopped writers to be paused")
     assert state.progress()["update"] == _secs(40)[0], "with every writer paused, U stays (it never jumps to +inf)"
 
 

@@ -1,11 +1,10 @@
 package io.sharedstate.spark
 
-import io.sharedstate.spark.changes.QueryListeners
+import io.sharedstate.spark.changes.{QueryListeners, QueryRunListener}
 import io.sharedstate.spark.config.UpdateOptions
 import io.sharedstate.spark.write.WriterLifecycle
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
-import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
   QueryProgressEvent,
@@ -18,8 +17,8 @@ import org.apache.spark.sql.streaming.StreamingQueryListener.{
  * (Spark posts that event on the stream thread, before the first batch) and pauses it when the
  * query stops (see write.WriterLifecycle). Installed by the start-time check of such queries.
  */
-private[sharedstate] final class QueryLifecycleListener extends StreamingQueryListener {
-  override def onQueryStarted(event: QueryStartedEvent): Unit =
+private[sharedstate] final class QueryLifecycleListener extends QueryRunListener {
+  override protected def started(event: QueryStartedEvent): Unit =
     Option(SparkSession.active.streams.get(event.id)).collect { case q: StreamingQueryWrapper => q.streamingQuery.sink }
       .foreach {
         case table: SharedStateTable =>
@@ -31,7 +30,7 @@ private[sharedstate] final class QueryLifecycleListener extends StreamingQueryLi
 
   override def onQueryIdle(event: QueryIdleEvent): Unit = ()
 
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = WriterLifecycle.stopped(event.id.toString)
+  override protected def stopped(event: QueryTerminatedEvent): Unit = WriterLifecycle.stopped(event.id.toString)
 }
 
 private[sharedstate] object QueryLifecycleListener {

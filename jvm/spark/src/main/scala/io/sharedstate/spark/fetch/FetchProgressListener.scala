@@ -1,11 +1,10 @@
 package io.sharedstate.spark.fetch
 
-import io.sharedstate.spark.changes.QueryListeners
+import io.sharedstate.spark.changes.{QueryListeners, QueryRunListener}
 import io.sharedstate.spark.cluster.Coordinator
 import io.sharedstate.spark.fetch.batch.FetchJoinProgress
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
   QueryProgressEvent,
@@ -19,8 +18,8 @@ import scala.util.Try
  * (Spark posts that event before the first batch), reports their F after each batch (see
  * [[FetchJoinProgress]]) and removes them, and the query's continuous-join readers, when it stops.
  */
-private[sharedstate] final class FetchProgressListener extends StreamingQueryListener {
-  override def onQueryStarted(event: QueryStartedEvent): Unit =
+private[sharedstate] final class FetchProgressListener extends QueryRunListener {
+  override protected def started(event: QueryStartedEvent): Unit =
     QueryListeners.nodesOf(event.id)(FetchProgressListener.joinsIn).foreach { case (query, joins) =>
       val registered = joins.map { n =>
         val reader = FetchJoinProgress.Reader(FetchJoinProgress.readerId(event.id.toString, n.join), n.join,
@@ -35,7 +34,7 @@ private[sharedstate] final class FetchProgressListener extends StreamingQueryLis
 
   override def onQueryIdle(event: QueryIdleEvent): Unit = ()
 
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = {
+  override protected def stopped(event: QueryTerminatedEvent): Unit = {
     FetchJoinProgress.untrack(event.id.toString)
       .foreach(r => Try(Coordinator.get.state(r.state).deregisterReader(r.id)))
     val continuousReader = s"${ContinuousFetchReaders.Prefix}${event.id}"

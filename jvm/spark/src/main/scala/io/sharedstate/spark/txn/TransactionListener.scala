@@ -1,9 +1,8 @@
 package io.sharedstate.spark.txn
 
-import io.sharedstate.spark.changes.QueryListeners
+import io.sharedstate.spark.changes.{QueryListeners, QueryRunListener}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
   QueryProgressEvent,
@@ -16,8 +15,8 @@ import org.apache.spark.sql.streaming.StreamingQueryListener.{
  * (Spark posts that event on the stream thread, before the first batch), commits each batch's epoch
  * once its progress is reported, and pauses the writers when the query stops (see [[TransactionRuns]]).
  */
-private[sharedstate] final class TransactionListener extends StreamingQueryListener {
-  override def onQueryStarted(event: QueryStartedEvent): Unit =
+private[sharedstate] final class TransactionListener extends QueryRunListener {
+  override protected def started(event: QueryStartedEvent): Unit =
     QueryListeners.nodesOf(event.id)(TransactionListener.nodesIn).foreach { case (query, nodes) =>
       TransactionRuns.started(event.id.toString, query, nodes.map(n => n.node -> n.program))
     }
@@ -26,7 +25,7 @@ private[sharedstate] final class TransactionListener extends StreamingQueryListe
 
   override def onQueryIdle(event: QueryIdleEvent): Unit = ()
 
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = TransactionRuns.stopped(event.id.toString)
+  override protected def stopped(event: QueryTerminatedEvent): Unit = TransactionRuns.stopped(event.id.toString)
 }
 
 private[sharedstate] object TransactionListener {

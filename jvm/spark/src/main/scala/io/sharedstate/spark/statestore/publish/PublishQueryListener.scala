@@ -1,9 +1,7 @@
 package io.sharedstate.spark.statestore.publish
 
-import io.sharedstate.spark.changes.QueryListeners
-import org.apache.spark.internal.Logging
+import io.sharedstate.spark.changes.{QueryListeners, QueryRunListener}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{
   QueryIdleEvent,
   QueryProgressEvent,
@@ -17,9 +15,8 @@ import scala.util.control.NonFatal
  * the stream thread, before the first batch) and pauses it when it stops. Commits are not made here:
  * the tasks' reports commit each version before the batch completes (see [[PublishTargets]]).
  */
-private[sharedstate] final class PublishQueryListener(session: SparkSession)
-    extends StreamingQueryListener with Logging {
-  override def onQueryStarted(event: QueryStartedEvent): Unit =
+private[sharedstate] final class PublishQueryListener(session: SparkSession) extends QueryRunListener {
+  override protected def started(event: QueryStartedEvent): Unit =
     Option(event.name).flatMap(PublishCheck.stateOf(session, _)).foreach { state =>
       // The listener bus only logs a listener's failure: the query's tasks fail with it (PublishTargets.resolve).
       try PublishTargets.started(event.id.toString, state)
@@ -30,7 +27,7 @@ private[sharedstate] final class PublishQueryListener(session: SparkSession)
 
   override def onQueryIdle(event: QueryIdleEvent): Unit = ()
 
-  override def onQueryTerminated(event: QueryTerminatedEvent): Unit = PublishTargets.stopped(event.id.toString)
+  override protected def stopped(event: QueryTerminatedEvent): Unit = PublishTargets.stopped(event.id.toString)
 }
 
 private[sharedstate] object PublishQueryListener {

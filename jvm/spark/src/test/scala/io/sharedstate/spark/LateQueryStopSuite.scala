@@ -2,6 +2,7 @@ package io.sharedstate.spark
 
 import io.sharedstate.core.WriterStatus
 import io.sharedstate.spark.fetch.FetchProgressListener
+import io.sharedstate.spark.txn.TransactionListener
 import java.nio.file.Files
 import java.sql.Timestamp
 import org.apache.spark.sql.{DataFrame, SparkSession}
@@ -15,7 +16,8 @@ import scala.reflect.ClassTag
  * Spark delivers a query's stop to listeners through its asynchronous bus but a start synchronously,
  * so the stop of a run can arrive after a restart (same query id, new run id) started. Each test
  * delivers the old run's stop late, by hand, to the plugin's listener, and checks that the running
- * restart keeps its part: a writer still holds U, a fetch join's reader is still registered.
+ * restart keeps its part: a writer still holds U, a fetch join's reader is still registered, and a
+ * transactional query's last batch of the old run is committed, not dropped.
  */
 class LateQueryStopSuite extends AnyFunSuite with BeforeAndAfterAll {
   private lazy val spark = SparkSession.builder().master("local[2]").appName("late-query-stop")
@@ -93,5 +95,52 @@ class LateQueryStopSuite extends AnyFunSuite with BeforeAndAfterAll {
 
     restarted.stop()
     waitFor("the restarted join's reader to be removed at its own stop")(state.readers.isEmpty)
+  }
+
+  test("a transactional query restarted before its old run's progress and stop arrive commits that run's last batch") {
+    val session = spark
+    import session.implicits._
+    val names = Seq("late_stop_counts_a", "late_stop_counts_b")
+    names.foreach(n => SharedState.create(spark, n, key = "k INT", value = "n BIGINT"))
+    val dir = Files.createTempDirectory("late-stop-txn").toString + "/in"
+    def arrive(events: Seq[(Long, Int, Long)]): Unit =
+      events.map { case (id, k, s) => (id, k, new Timestamp(s * 1000)) }.toDF("event_id", "k", "ts")
+        .write.mode("append").json(dir)
+    val first = (0L until 20L).map(i => (i, (i % 4).toInt, 40L - i)) // out of order
+    val second = (20L until 30L).map(i => (i, (i % 4).toInt, i + 20L))
+    val sentinel = Seq((99L, 99, 1000L)) // moves the writers' progress, and U, past every event above
+    arrive(first)
+    val checkpoint = Files.createTempDirectory("late-stop-txn-ck").toString
+    // Two transactional operators in one query: its epochs commit only once Spark reports each batch.
+    def outcomes(): DataFrame = {
+      val events = spark.readStream.schema("event_id BIGINT, k INT, ts TIMESTAMP").json(dir)
+      names.map(n =>
+        SharedState.transact(events, "ts", Seq(("c", n, "k")), "true", Seq((n, "k", "coalesce(c.n, 0) + 1"))))
+        .reduce(_.union(_))
+    }
+    def start(): StreamingQuery =
+      outcomes().writeStream.format("noop").option("checkpointLocation", checkpoint).start()
+
+    outcomes() // defining a transactional stream adds the listener
+    val txn = listener[TransactionListener]
+    val old = start()
+    spark.streams.removeListener(txn) // the old run's progress and stop are not delivered (yet)
+    old.processAllAvailable()
+    val oldRun = old.runId
+    old.stop()
+    spark.streams.addListener(txn)
+    val restarted = start()
+    txn.onQueryTerminated(lateStop(restarted, oldRun))
+    arrive(second ++ sentinel)
+    restarted.processAllAvailable()
+    try {
+      val expected = (first ++ second).groupBy(_._2).map { case (k, es) => k -> es.size.toLong }
+      names.foreach { n =>
+        val state = SharedState.get(spark, n)
+        waitFor(s"U of $n to pass every event")(state.progress.updateProgress >= 1000L * 1000000)
+        val got = state.latest.collect().map(r => r.getInt(0) -> r.getLong(1)).toMap
+        assert(got == expected, s"$n: the counts miss the old run's last batch")
+      }
+    } finally restarted.stop()
   }
 }

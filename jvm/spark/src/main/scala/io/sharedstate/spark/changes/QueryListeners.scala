@@ -4,7 +4,7 @@ import java.util.UUID
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
-import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryListener}
+import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryListener, StreamingQueryProgress}
 import scala.collection.mutable
 
 /**
@@ -27,4 +27,15 @@ private[sharedstate] object QueryListeners {
     Option(SparkSession.active.streams.get(id)).collect { case q: StreamingQueryWrapper =>
       (q, select(q.streamingQuery.analyzedPlan))
     }.filter(_._2.nonEmpty)
+
+  /**
+   * The progress of each batch of `query` that ran, after batch `after`, in batch order. A trigger that
+   * found no new data runs no batch, yet Spark records a progress for it (every
+   * `spark.sql.streaming.noDataProgressEventInterval`, 10 s by default, while the query is idle) carrying
+   * the id of the batch that will run next: taking it for that batch would commit or report the batch
+   * before it ran. A batch that ran has timed its sink write (`addBatch`).
+   */
+  def ranBatches(query: StreamingQuery, after: Long): Seq[StreamingQueryProgress] =
+    query.recentProgress.filter(p => p.batchId > after && p.durationMs.containsKey("addBatch")).sortBy(_.batchId)
+      .toSeq
 }

@@ -1,5 +1,6 @@
 package io.sharedstate.spark.txn
 
+import io.sharedstate.spark.changes.QueryListeners
 import io.sharedstate.spark.durable.DurableStates
 
 import io.sharedstate.core.EventTime
@@ -67,6 +68,10 @@ private[sharedstate] object TransactionRuns extends Logging {
    * [[StagedTransactionLog.resume]]; in the same application it changes nothing).
    */
   def started(queryId: String, query: StreamingQuery, nodes: Seq[(Node, TransactionProgram)]): Unit = {
+    // A restart in this application whose previous run's last progress and stop have not come through
+    // the asynchronous listener bus yet: that run's completed batches are committed first (committing a
+    // later epoch drops a writer's uncommitted earlier ones).
+    if (runs.containsKey(queryId)) catchUp(queryId)
     val run = new Run(queryId, query, nodes.map(_._1))
     val execution = query match {
       case q: StreamingQueryWrapper => Some(q.streamingQuery)
@@ -128,7 +133,7 @@ private[sharedstate] object TransactionRuns extends Logging {
   /** Commits every batch of the query that completed and is not committed yet, in batch order. */
   def catchUp(queryId: String): Unit = Option(runs.get(queryId)).foreach { run =>
     run.synchronized {
-      run.query.recentProgress.filter(_.batchId > run.committed).sortBy(_.batchId).foreach { p =>
+      QueryListeners.ranBatches(run.query, run.committed).foreach { p =>
         run.nodes.foreach { n =>
           Option(p.observedMetrics.get(n.name)).flatMap(m => Option(m.getAs[Any](TransactionRows.MaxEventMicros)))
             .foreach(m =>

@@ -1,6 +1,7 @@
 package io.sharedstate.spark.fetch.batch
 
 import io.sharedstate.core.EventTime
+import io.sharedstate.spark.changes.QueryListeners
 import io.sharedstate.spark.cluster.Coordinator
 import java.time.Instant
 import java.util.concurrent.ConcurrentHashMap
@@ -46,7 +47,7 @@ private[sharedstate] object FetchJoinProgress extends Logging {
    */
   def catchUp(queryId: String): Unit = Option(tracked.get(queryId)).foreach { t =>
     t.synchronized {
-      t.query.recentProgress.filter(_.batchId > t.applied).sortBy(_.batchId).foreach { p =>
+      QueryListeners.ranBatches(t.query, t.applied).foreach { p =>
         report(t.readers, p)
         t.applied = p.batchId
       }

@@ -148,7 +148,8 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
       idleUpdates.addData(0, rows)
       heldUpdates.addData(0, rows)
       // Partition 1 reads nothing: with idleTimeout it is paused and U is partition 0's watermark.
-      waitFor("U of the idle-timeout State at 29 s")(idle.progress.updateProgress == 29L * 1000000)
+      waitFor(s"U of the idle-timeout State at 29 s (U ${idle.progress.updateProgress}, writers ${idle.writers})")(
+        idle.progress.updateProgress == 29L * 1000000)
       assert(status(idle, 1).map(_.status).contains("paused"), idle.writers)
       // Without it, partition 1 holds U back although partition 0 committed the same rows.
       waitFor("partition 0 of the other State at 29 s")(status(held, 0).exists(_.progress == 29L * 1000000))

@@ -62,10 +62,14 @@ private[sharedstate] object WriterLifecycle extends Logging {
           logWarning(s"State ${r.state}: could not pause stopped writer ${r.writer}", e))
       }
 
-  /** An epoch of `writer` has input: an idle writer rejoins (at the current U) before it commits. */
+  /**
+   * An epoch of `writer` has input: an idle writer rejoins (at the current U) before it commits. Under
+   * the writer's lock, as the idleness check: a check that read the input time before this call must
+   * not pause the writer after it (its commit would then count for a paused writer, which holds no U).
+   */
   def input(state: String, writer: String): Unit = Option(running.get((state, writer))).foreach { r =>
-    r.lastInputMs = System.currentTimeMillis()
-    if (r.idle) r.synchronized {
+    if (r.idleMs > 0) r.synchronized {
+      r.lastInputMs = System.currentTimeMillis()
       if (r.idle) {
         Coordinator.get.state(state).registerWriter(writer)
         r.idle = false
@@ -75,8 +79,9 @@ private[sharedstate] object WriterLifecycle extends Logging {
   }
 
   private def checkIdle(): Unit = running.values.asScala.foreach { r =>
-    if (r.idleMs > 0 && !r.idle && System.currentTimeMillis() - r.lastInputMs > r.idleMs) r.synchronized {
-      if (!r.idle) {
+    def quiet = System.currentTimeMillis() - r.lastInputMs > r.idleMs
+    if (r.idleMs > 0 && !r.idle && quiet) r.synchronized {
+      if (!r.idle && quiet) {
         try {
           Coordinator.get.state(r.state).pauseWriter(r.writer)
           r.idle = true

@@ -1,10 +1,10 @@
 package io.sharedstate.spark.changes
 
 import java.util.UUID
-import java.util.concurrent.ConcurrentHashMap
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryStartedEvent, QueryTerminatedEvent}
+import scala.collection.mutable
 
 /**
  * A query listener that acts on a query's start and stop by run: it ignores the stop of a run when a
@@ -15,8 +15,8 @@ import org.apache.spark.sql.streaming.StreamingQueryListener.{QueryStartedEvent,
  * remove the running join's readers. Start and stop handling never interleave (one lock).
  */
 private[sharedstate] abstract class QueryRunListener extends StreamingQueryListener with Logging {
-  // query id -> the run that started last and has not stopped
-  private val runs = new ConcurrentHashMap[UUID, UUID]()
+  // query id -> the run that started last and has not stopped (read and written under the lock)
+  private val runs = mutable.HashMap.empty[UUID, UUID]
 
   /** The query's run `event.runId` started (before its first batch). */
   protected def started(event: QueryStartedEvent): Unit
@@ -32,11 +32,11 @@ private[sharedstate] abstract class QueryRunListener extends StreamingQueryListe
   final override def onQueryTerminated(event: QueryTerminatedEvent): Unit = synchronized {
     val latest = runs.get(event.id)
     // No run recorded: the query started before this listener was added; its stop still counts.
-    if (latest == null || latest == event.runId) {
+    if (latest.forall(_ == event.runId)) {
       runs.remove(event.id)
       stopped(event)
     } else {
-      logInfo(s"Query ${event.id}: ignoring the stop of run ${event.runId}, delivered after run $latest started")
+      logInfo(s"Query ${event.id}: ignoring the stop of run ${event.runId}, delivered after run ${latest.get} started")
     }
   }
 }

@@ -2,7 +2,6 @@ package io.sharedstate.spark.durable
 
 import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.data.Row
-import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
 import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelException, MetadataChangedException}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
@@ -31,7 +30,7 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
 
   // The tasks' files and the driver's are written zstd-compressed (see KernelTables.compressed).
   private val hadoopConf = KernelTables.compressed(conf)
-  private val engine: Engine = DefaultEngine.create(hadoopConf)
+  private val engine: Engine = KernelTables.engine(hadoopConf)
   private val table = Table.forPath(engine, path)
   // The owner's lease generation once it took the table over (see takeOver); None: unfenced (tests, readers).
   @volatile private var fence: Option[Long] = None
@@ -262,12 +261,12 @@ private[sharedstate] object DeltaChangelog {
 
   /** Opens the changelog at `path`, creating an empty one if there is no table yet. */
   def openOrCreate(path: String, hadoopConf: Configuration): DeltaChangelog = {
-    KernelTables.create(DefaultEngine.create(hadoopConf), path, ChangelogSchema.table, Seq(ChangelogSchema.Partition))
+    KernelTables.create(KernelTables.engine(hadoopConf), path, ChangelogSchema.table, Seq(ChangelogSchema.Partition))
     new DeltaChangelog(path, hadoopConf)
   }
 
   def exists(path: String, hadoopConf: Configuration): Boolean =
-    KernelTables.exists(DefaultEngine.create(hadoopConf), path)
+    KernelTables.exists(KernelTables.engine(hadoopConf), path)
 
   private def partitionValue(p: Int): java.util.Map[String, Literal] =
     java.util.Map.of(ChangelogSchema.Partition, Literal.ofInt(p))

@@ -3,7 +3,6 @@ package io.sharedstate.spark.durable
 import io.sharedstate.spark.config.SharedStateConf
 import io.sharedstate.spark.rows.StoredPairs
 
-import io.delta.kernel.defaults.engine.DefaultEngine
 import io.sharedstate.core.{RejectedUpdate, SharedStateException, State, StateRegistry, StateSpec}
 import java.util.concurrent.{ConcurrentHashMap, Executors, ScheduledExecutorService, TimeUnit}
 import org.apache.hadoop.conf.Configuration
@@ -91,13 +90,17 @@ private[sharedstate] object DurableStates extends Logging {
   /** The root a durable State lives under. */
   def rootOf(state: String): Option[String] = Option(open.get(state)).map(_.root)
 
+  /** The session's Hadoop configuration for a durable State's files (local ones without child processes). */
+  def hadoopConf(spark: SparkSession): Configuration =
+    ForkFreeRawLocalFileSystem.configure(spark.sessionState.newHadoopConf())
+
   /**
    * Creates the State under `root`, or reopens (and recovers) it if its tables already exist there.
    * Creating means owning: if another application holds the root's lease, this waits up to the lease
    * for it to run out (a crashed owner), then fails naming the owner.
    */
   def create(spark: SparkSession, spec: StateSpec, root: String, registry: StateRegistry): State = synchronized {
-    val conf = spark.sessionState.newHadoopConf()
+    val conf = hadoopConf(spark)
     val dir = stateDir(root, spec.name, conf)
     val exists = checkMetadata(spec, dir, root, conf)
     attach(spark, spec, dir, root, conf, Owner(waitMs = SharedStateConf.OwnerLease.read(spark)), registry, exists)
@@ -105,7 +108,7 @@ private[sharedstate] object DurableStates extends Logging {
 
   /** The definition stored for State `name` under `root`, if its tables exist there. */
   def storedSpec(spark: SparkSession, name: String, root: String): Option[StateSpec] = {
-    val conf = spark.sessionState.newHadoopConf()
+    val conf = hadoopConf(spark)
     val metadata = new Path(stateDir(root, name, conf), "metadata").toString
     if (MetadataTable.exists(metadata, conf)) Some(MetadataTable.read(metadata, conf)) else None
   }
@@ -117,7 +120,7 @@ private[sharedstate] object DurableStates extends Logging {
    * (`DurableTables.readOnly` says why; then see [[followCluster]]).
    */
   def tables(spark: SparkSession, spec: StateSpec, root: String, mode: Mode): DurableTables = synchronized {
-    val conf = spark.sessionState.newHadoopConf()
+    val conf = hadoopConf(spark)
     val dir = stateDir(root, spec.name, conf)
     val exists = checkMetadata(spec, dir, root, conf)
     openTables(spark, spec, dir, root, conf, mode, exists)
@@ -136,7 +139,7 @@ private[sharedstate] object DurableStates extends Logging {
       new OwnerLease(new Path(dir, "owner"), conf, sc.applicationId, sc.appName, SharedStateConf.OwnerLease.read(spark))
     val readOnly = takeLease(spec.name, root, lease, mode)
     try {
-      val engine = DefaultEngine.create(conf)
+      val engine = KernelTables.engine(conf)
       def path(table: String): String = {
         val p = new Path(dir, table).toString
         if (exists && !KernelTables.exists(engine, p)) throw StateIntegrity.missing(spec.name, table, p)
@@ -222,7 +225,7 @@ private[sharedstate] object DurableStates extends Logging {
           "it cannot be opened for writing while it is open read-only; drop it here first"))
       s
     }.orElse {
-      val conf = spark.sessionState.newHadoopConf()
+      val conf = hadoopConf(spark)
       val dir = stateDir(root, name, conf)
       val metadata = new Path(dir, "metadata").toString
       if (!MetadataTable.exists(metadata, conf)) None

@@ -2,6 +2,7 @@ package io.sharedstate.spark.durable
 
 import io.delta.kernel.{Operation, Scan, Snapshot, Table, Transaction}
 import io.delta.kernel.data.{ColumnarBatch, Row}
+import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.engine.Engine
 import io.delta.kernel.exceptions.TableNotFoundException
 import io.delta.kernel.expressions.{Literal, Predicate}
@@ -22,6 +23,9 @@ private[sharedstate] object KernelTables {
   def exists(engine: Engine, path: String): Boolean =
     try { Table.forPath(engine, path).getLatestSnapshot(engine); true }
     catch { case _: TableNotFoundException => false }
+
+  /** Kernel's default engine on `conf`, local files through [[ForkFreeRawLocalFileSystem]]. */
+  def engine(conf: Configuration): Engine = DefaultEngine.create(ForkFreeRawLocalFileSystem.configure(conf))
 
   /** Creates an empty table (no-op if one exists). */
   def create(engine: Engine, path: String, schema: StructType, partitionColumns: Seq[String]): Unit =
@@ -61,10 +65,10 @@ private[sharedstate] object KernelTables {
    * `conf` with Parquet's zstd codec at level -1 for the files the durable tables write (unless the
    * session sets `parquet.compression` or the level itself, e.g. `spark.hadoop.parquet.compression`),
    * which [[ColumnsParquetWriter]] hands Parquet; each file's footer names its codec, so readers take
-   * old uncompressed files as they are.
+   * old uncompressed files as they are. Local files through [[ForkFreeRawLocalFileSystem]].
    */
   def compressed(conf: Configuration): Configuration = {
-    val c = new Configuration(conf)
+    val c = ForkFreeRawLocalFileSystem.configure(conf)
     c.setIfUnset(CompressionKey, DefaultCompression)
     c.setIfUnset(ZstdLevelKey, DefaultZstdLevel)
     c

@@ -3,7 +3,6 @@ package io.sharedstate.spark.durable
 import com.fasterxml.jackson.databind.ObjectMapper
 import io.delta.kernel.{Operation, Table}
 import io.delta.kernel.data.Row
-import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.exceptions.TableNotFoundException
 import io.delta.kernel.types.{IntegerType, LongType, StringType, StructField, StructType}
 import io.sharedstate.core.{SharedStateException, StateSpec}
@@ -30,7 +29,7 @@ private[sharedstate] object MetadataTable {
 
   /** Creates the table with `spec` in one commit (the table and its row appear together). */
   def create(path: String, spec: StateSpec, conf: Configuration): Unit = {
-    val engine = DefaultEngine.create(conf)
+    val engine = KernelTables.engine(conf)
     val txn =
       Table.forPath(engine, path).createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.CREATE_TABLE)
         .withSchema(engine, schema).build(engine)
@@ -42,7 +41,7 @@ private[sharedstate] object MetadataTable {
 
   /** The definition stored at `path`. */
   def read(path: String, conf: Configuration): StateSpec = {
-    val engine = DefaultEngine.create(conf)
+    val engine = KernelTables.engine(conf)
     val snapshot =
       try Table.forPath(engine, path).getLatestSnapshot(engine)
       catch {

@@ -1,7 +1,6 @@
 package io.sharedstate.spark.durable
 
 import io.delta.kernel.{Operation, Table}
-import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.exceptions.ConcurrentTransactionException
 import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StringType, StructField, StructType}
 import io.sharedstate.core.RejectedUpdate
@@ -23,7 +22,7 @@ import scala.jdk.OptionConverters._
 private[sharedstate] final class RejectedTable private (val path: String, conf: Configuration) {
   import RejectedTable._
   private val writeConf = KernelTables.compressed(conf)
-  private val engine = DefaultEngine.create(writeConf)
+  private val engine = KernelTables.engine(writeConf)
   private val table = Table.forPath(engine, path)
 
   /**
@@ -95,7 +94,7 @@ private[sharedstate] object RejectedTable {
     ).asJava)
 
   def openOrCreate(path: String, conf: Configuration): RejectedTable = {
-    KernelTables.create(DefaultEngine.create(conf), path, schema, Nil)
+    KernelTables.create(KernelTables.engine(conf), path, schema, Nil)
     new RejectedTable(path, conf)
   }
 }

@@ -1,7 +1,6 @@
 package io.sharedstate.spark.durable
 
 import io.delta.kernel.{Operation, Table, Transaction}
-import io.delta.kernel.defaults.engine.DefaultEngine
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StructField, StructType}
 import org.apache.hadoop.conf.Configuration
@@ -53,7 +52,7 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
     c.setIfUnset(KernelTables.DictionaryKey, "false")
     c
   }
-  private val engine = DefaultEngine.create(writeConf)
+  private val engine = KernelTables.engine(writeConf)
   private val table = Table.forPath(engine, path)
 
   /** Whether the table has the `base_id`/`parent_id` columns (tables created before deltas do not: they hold full snapshots only). */
@@ -292,7 +291,7 @@ private[sharedstate] object SnapshotTable {
   def open(path: String, conf: Configuration): SnapshotTable = new SnapshotTable(path, conf, DefaultChunkBytes)
 
   def openOrCreate(path: String, conf: Configuration, chunkBytes: Int = DefaultChunkBytes): SnapshotTable = {
-    KernelTables.create(DefaultEngine.create(conf), path, table, Seq(Partition))
+    KernelTables.create(KernelTables.engine(conf), path, table, Seq(Partition))
     new SnapshotTable(path, conf, chunkBytes)
   }
 }

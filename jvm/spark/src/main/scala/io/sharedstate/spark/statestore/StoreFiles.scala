@@ -1,5 +1,6 @@
 package io.sharedstate.spark.statestore
 
+import io.sharedstate.spark.durable.ForkFreeRawLocalFileSystem
 import java.io.{DataInputStream, DataOutputStream, EOFException, IOException}
 import java.nio.charset.StandardCharsets.US_ASCII
 import java.util.UUID
@@ -23,7 +24,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 private[sharedstate] final class StoreFiles(val dir: Path, hadoopConf: Configuration) {
   import StoreFiles._
 
-  private lazy val fs: FileSystem = dir.getFileSystem(hadoopConf)
+  private lazy val fs: FileSystem = dir.getFileSystem(ForkFreeRawLocalFileSystem.configure(hadoopConf))
 
   def mkdirs(): Unit = { fs.mkdirs(dir); () }
 

@@ -35,7 +35,7 @@ private[sharedstate] object Transact {
     // With a durable member, the group keeps its steps and the tasks their staged batches under its root
     // (the first by name), and the outcomes go to the query's checkpoint (TransactionRuns).
     val root = program.states.sorted.flatMap(DurableStates.rootOf).headOption
-    val conf = new SerializableConfiguration(events.sparkSession.sessionState.newHadoopConf())
+    val conf = new SerializableConfiguration(DurableStates.hadoopConf(events.sparkSession))
     val group = TransactionGroups.of(
       program.states,
       name => root.map(r => new GroupStepLog(StagedTransactionLog.under(r, name, conf).directory, conf.value)),

@@ -88,7 +88,7 @@ private[sharedstate] object TransactionRuns extends Logging {
           val kept =
             for (log <- n.log; e <- execution)
               yield TransactionOutcomeLog.of(e.resolvedCheckpointRoot, n.name,
-                e.sparkSession.sessionState.newHadoopConf())
+                DurableStates.hadoopConf(e.sparkSession))
           val outcomes = new WriterOutcomes(kept)
           if (kept.isDefined) {
             val resumed = outcomes.resume(sparkCommitted)

@@ -22,7 +22,7 @@ import scala.util.Random
  */
 class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val spec = StateSpec("kv", "k STRING", "v STRING", 2, "replace")
-  private val conf = new Configuration()
+  private val conf = ForkFreeRawLocalFileSystem.configure(new Configuration()) // as the plugin's own are
   private val keys = 200
   private var sparkStarted = false
   // Only retention needs Spark (Delta deletes); started on first use.

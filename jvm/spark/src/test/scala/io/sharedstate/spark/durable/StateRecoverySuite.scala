@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 /** Recovery after a snapshot reads only the changelog files added after it, and rebuilds the same State. */
 class StateRecoverySuite extends AnyFunSuite {
   private val spec = StateSpec("kv", "k STRING", "v STRING", 2, "replace")
-  private val conf = new Configuration()
+  private val conf = ForkFreeRawLocalFileSystem.configure(new Configuration()) // as the plugin's own are
 
   /** A durable State under a temp root, written through its journal as the sink does (stage, commit with the files). */
   private final class Durable(legacySnapshotTable: Boolean = false) {

@@ -25,7 +25,7 @@ import scala.util.Random
  * effects included.
  */
 class TransactionJournalSuite extends AnyFunSuite {
-  private val conf = new Configuration()
+  private val conf = ForkFreeRawLocalFileSystem.configure(new Configuration()) // as the plugin's own are
   private val workload = new RandomMixWorkload(n = 240, keys = 12) // States with rules sum, replace, max
 
   /**

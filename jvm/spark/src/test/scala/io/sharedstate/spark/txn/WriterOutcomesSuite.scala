@@ -2,6 +2,7 @@ package io.sharedstate.spark.txn
 
 import io.sharedstate.core.EventTime
 import io.sharedstate.core.txn.{TransactionId, TransactionOutcome}
+import io.sharedstate.spark.durable.ForkFreeRawLocalFileSystem
 import java.nio.file.Files
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
@@ -16,7 +17,7 @@ import scala.util.Random
  * batches are bound as TransactionRuns binds them (`from` = the previous `until`, `until` = U then).
  */
 class WriterOutcomesSuite extends AnyFunSuite {
-  private val conf = new Configuration()
+  private val conf = ForkFreeRawLocalFileSystem.configure(new Configuration()) // as the plugin's own are
 
   private def outcome(epoch: Long, i: Int, time: Long, late: Boolean): TransactionOutcome =
     TransactionOutcome(

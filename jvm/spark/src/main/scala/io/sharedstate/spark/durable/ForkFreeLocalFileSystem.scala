@@ -25,14 +25,16 @@ import org.apache.hadoop.io.nativeio.NativeIO
  * for both sides of every rename: a Delta commit of a durable table forked the JVM about ten times
  * (a test journaling 80 epochs forked 6,300 times in 44 s). Here permissions are set and symbolic links
  * recognised with java.nio, in the same process; everything else, and every call when the native
- * library is loaded, is Hadoop's own. A permission with the sticky bit (which java.nio cannot set)
- * still goes to Hadoop.
+ * library is loaded, is Hadoop's own. A permission with the sticky bit (which java.nio cannot set),
+ * or on a file store without POSIX permissions, still goes to Hadoop.
  */
 class ForkFreeRawLocalFileSystem extends RawLocalFileSystem {
 
   override def setPermission(p: Path, permission: FsPermission): Unit =
     if (NativeIO.isAvailable || permission.getStickyBit) super.setPermission(p, permission)
-    else Files.setPosixFilePermissions(pathToFile(p).toPath, ForkFreeRawLocalFileSystem.posix(permission))
+    else
+      try Files.setPosixFilePermissions(pathToFile(p).toPath, ForkFreeRawLocalFileSystem.posix(permission))
+      catch { case _: UnsupportedOperationException => super.setPermission(p, permission) } // no POSIX view
 
   // A path that is not a symbolic link has its own status as its link status (what Hadoop returns
   // after `readlink` printed nothing); a link, or a missing path's FileNotFoundException, is Hadoop's.

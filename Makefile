@@ -17,6 +17,10 @@ export PIP_CACHE_DIR ?= $(SHAREDSTATE_CACHE)/pip
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # sbt and pytest in one go; PYTEST_ARGS narrows the Python run (e.g. -m "not slow").
 PYTEST_ARGS ?=
+# JVM options for every JVM the Python suite starts (drivers, executors, containers, brokers): they live
+# for seconds to a few minutes, so C1 alone (no C2 compiler threads taking one of two cores) runs the
+# suite faster; a benchmark's own runs never get these (README, Tests).
+TEST_JAVA_TOOL_OPTIONS ?= -XX:TieredStopAtLevel=1
 
 .PHONY: demo demo-kafka test test-fast jar package-jar wheel venv system-deps docker-deps bench-deps bench-adcamp bench-statestore bench-partial bench-transactions clean
 
@@ -36,7 +40,7 @@ test: system-deps docker-deps venv bench-deps
 	$(PY) -m ruff format --check python it benchmarks
 	bin/sbt "scalafmtCheckAll; scalafmtSbtCheck; bench/scalafmtCheckAll; test; spark/assembly; spark/publish" < /dev/null
 	$(MAKE) --no-print-directory package-jar
-	$(PY) -m pytest $(PYTEST_ARGS)
+	JAVA_TOOL_OPTIONS="$(TEST_JAVA_TOOL_OPTIONS) $$JAVA_TOOL_OPTIONS" $(PY) -m pytest $(PYTEST_ARGS)
 
 # The same without the slow integration tests, for a quick local loop.
 test-fast:

@@ -77,7 +77,7 @@ class Containers:
             DockerContainer(image)
             .with_name(f"{self.prefix}-{name}")
             .with_command(command)
-            .with_envs(**env)
+            .with_envs(**{**java_tool_options(), **env})
             .with_kwargs(network_mode="host", init=True)
         )
         for path in mounts:  # at the same path inside, so a path means the same file everywhere
@@ -93,6 +93,12 @@ class Containers:
                 if "No such container" not in str(e) and "404" not in str(e):
                     print(f"could not remove {container._name}: {e}", file=sys.stderr)
         self.started.clear()
+
+
+def java_tool_options() -> dict[str, str]:
+    """The test run's JAVA_TOOL_OPTIONS (make test sets them) for the JVMs inside a container too."""
+    options = os.environ.get("JAVA_TOOL_OPTIONS", "").strip()
+    return {"JAVA_TOOL_OPTIONS": options} if options else {}
 
 
 def spark_auth_opts(secret: str) -> str:

@@ -212,7 +212,7 @@ add_file("w1", frame([40, 50, 60], "b"), "b")
 w1.processAllAvailable()
 restart["after_more_input"] = progress()
 add_file("w2", frame([100], "d"), "d")
-w2 = start_writer("w2", "ck-w2", slow_seconds=45)
+w2 = start_writer("w2", "ck-w2", slow_seconds=25)  # w1 below needs a few seconds of it
 wait_until(lambda: len(progress()["writers"]) == 2, 60, "the second writer to register")
 restart["second_writer_id"] = w2.id
 restart["after_second_writer_starts"] = progress()

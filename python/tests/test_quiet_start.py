@@ -27,7 +27,8 @@ spark.stop()
 
 
 def _start(tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    # a user's console: no submit arguments, and no JVM options of the test run (the JVM announces those)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS")}
     env["SHAREDSTATE_CACHE"] = str(tmp_path / "cache")  # a fresh cache: the first start resolves
     env.setdefault("SHAREDSTATE_IVY_DIR", str(Path(os.environ.get("SHAREDSTATE_CACHE", tmp_path)) / "ivy"))
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sharedstate.testing.jvm_options import benchmark_env
+
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = {"sharedstate", "stream-stream join", "delta stream-static", "redis foreachBatch"}
 
@@ -32,6 +34,7 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
             "--cache",
             str(tmp_path / "cache"),
         ],
+        env=benchmark_env(),
         capture_output=True,
         text=True,
         timeout=600,

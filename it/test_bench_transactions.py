@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from sharedstate.testing.jvm_options import benchmark_env
+
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = {"sharedstate", "delta-merge", "redis"}
 
@@ -25,6 +27,7 @@ def test_quick_run_checks_every_method_against_the_oracle(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/transactions/bench_transactions.py"), "--quick", "--out", str(out),
          "--scratch", str(tmp_path / "scratch")],
+        env=benchmark_env(),
         capture_output=True,
         text=True,
         timeout=900,

@@ -87,7 +87,9 @@ def run_point(spark: SparkSession, method_cls: type[Method], shape: Shape, setti
         method.name, staged, exp, point.sink, feeder.visible, feeder.start_time, aborted, settings.lag_cap_s
     )
     if failure:
-        result.verdict = f"{failure[:300]}; {result.verdict}"
+        # a foreachBatch's Python error comes last in a long py4j traceback: keep its head and its tail
+        brief = failure if len(failure) <= 1500 else f"{failure[:300]} ... {failure[-1200:]}"
+        result.verdict = f"{brief}; {result.verdict}"
         result.sustained = False
     result.feeder_behind_ms = feeder.behind_s * 1000
     result.load_avg_1m = load

@@ -15,6 +15,7 @@ from bench_partial import APPS, SIDES, search
 from workloads import fraud_expected, fraud_expected_sequential
 
 from sharedstate.testing.fraud import make_fraud
+from sharedstate.testing.jvm_options import benchmark_env
 
 HERE = Path(__file__).resolve().parent
 # A quick point takes seconds to a minute on the CI machine; a point that hangs fails in 5 minutes, not 10.
@@ -58,6 +59,7 @@ def test_quick_run_checks_every_side_against_the_oracle(tmp_path):
             "--timeout",
             str(POINT_TIMEOUT_S),
         ],
+        env=benchmark_env(),
         check=True,
         timeout=1200,
     )
@@ -80,6 +82,7 @@ def test_quick_sustained_points_equal_the_oracle(tmp_path):
     apps = ["fraud", "barrier"]
     subprocess.run(
         [sys.executable, str(HERE / "bench_partial.py"), "--out", str(out), "--quick", "--apps", ",".join(apps)],
+        env=benchmark_env(),
         check=True,
         timeout=1200,
     )

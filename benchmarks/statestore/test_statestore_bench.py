@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from queries import METRICS, PROVIDERS, QUERIES
+from sharedstate.testing.jvm_options import benchmark_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -21,6 +22,7 @@ def test_quick_run_reports_every_provider_and_metric(tmp_path):
     out = tmp_path / "out"
     subprocess.run(
         [sys.executable, str(HERE / "compare_providers.py"), "--out", str(out), "--quick", "--scratch", str(tmp_path)],
+        env=benchmark_env(),
         check=True,
         timeout=600,
     )

@@ -12,6 +12,8 @@ and the benchmarks use them; your tests can too (as with `delta.testing`).
   127.0.0.1) with helpers to create topics, produce and read records (docs/kafka.md).
 - `sharedstate.testing.streams`: wait for a condition, for a query to drain or for a file sink to
   hold a number of rows, failing instead of hanging.
+- `sharedstate.testing.jvm_options`: the environment for a benchmark run inside a test (without the
+  test run's `JAVA_TOOL_OPTIONS`).
 
     from sharedstate.testing.adcamp import make_workload, accepted_updates, oracle
     from sharedstate.testing.streams import drained, wait_until

@@ -34,7 +34,10 @@ BUCKETS = [
         "snapshot pass: walk + encode (SnapshotPass, EntryWriter)",
         ["SnapshotPass", "EntryWriter", "BigEndianBlocks", "SnapshotCodec", "CodecIO", "KeyTable"],
     ),
-    ("retention (Delta-Spark deletes)", ["Snapshotter.retain", "org.apache.spark.sql.delta"]),
+    (
+        "retention (Snapshotter.retain; Delta-Spark before 2026-11-30)",
+        ["Snapshotter.retain", "org.apache.spark.sql.delta"],
+    ),
     ("other sharedstate", ["io.sharedstate."]),
     ("other (Spark, py4j, JVM)", []),
 ]

@@ -199,8 +199,7 @@ def main(argv: list[str]) -> int:
     p.add_argument(
         "--no-delta-rounds",
         action="store_true",
-        help="skip the two delta rounds after the recovery (their first changelog trim, a Delta-Spark DELETE, "
-        "takes minutes at 10M keys; they are not part of the compared numbers)",
+        help="skip the two delta rounds after the recovery (they are not part of the compared numbers)",
     )
     p.add_argument(
         "--append",

@@ -3,8 +3,8 @@ package io.sharedstate.spark.durable
 import io.delta.kernel.data.Row
 
 /**
- * The changelog files a retention trim removes (see [[DeltaChangelog.coveredFiles]]): their remove
- * actions, ready to commit, and their bytes.
+ * The files a retention step removes (the changelog files a trim covers, [[DeltaChangelog.coveredFiles]];
+ * older snapshots' files, [[SnapshotTable.removeOlderThan]]): their remove actions and their bytes.
  */
 private[sharedstate] final case class CoveredFiles(removes: Seq[Row], bytes: Long) {
   def count: Int = removes.size

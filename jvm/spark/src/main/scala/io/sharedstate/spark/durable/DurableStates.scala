@@ -325,7 +325,6 @@ private[sharedstate] object DurableStates extends Logging {
   private[durable] def ownerSnapshotter(spark: SparkSession, source: SnapshotSource, log: DeltaChangelog,
       snapshots: SnapshotTable, restored: Map[Int, SnapshotChain]): Snapshotter =
     new Snapshotter(
-      spark,
       source,
       log,
       snapshots,

@@ -2,7 +2,11 @@ package io.sharedstate.spark.durable
 
 import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
+import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.actions.{AddFile, SingleAction}
+import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StructField, StructType}
+import java.util.Optional
 import org.apache.hadoop.conf.Configuration
 import scala.jdk.CollectionConverters._
 
@@ -124,6 +128,41 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
       files.flatMap(f => KernelTables.appendActions(engine, txnState, partitionValues(f.partition), f.written)))
   }
 
+  /**
+   * Retention: removes the snapshots of each partition in `keepFrom` (partition -> its oldest kept
+   * snapshot id) whose id is smaller, by one commit of remove actions that writes only the log (older
+   * table versions still read the files until Delta's VACUUM deletes them). A snapshot's rows are files
+   * of their own ([[writeFiles]]), so a file goes whole, decided from its footer (else its ids column);
+   * a file that also holds a kept snapshot (only another tool's rewrite makes one) stays whole.
+   */
+  def removeOlderThan(keepFrom: Map[Int, Long]): CoveredFiles = {
+    val ids = new StructType().add(SnapshotId, LongType.LONG, false)
+    val removes = KernelTables.scanFiles(engine, table.getLatestSnapshot(engine), None) { scanFile =>
+      val partition = InternalScanFileUtils.getPartitionValues(scanFile).get(Partition).toInt
+      keepFrom.get(partition).flatMap { keep =>
+        val status = InternalScanFileUtils.getAddFileStatus(scanFile)
+        val newest = SnapshotFooters.idRange(status.getPath, writeConf).map(_._2).getOrElse {
+          val batches =
+            engine.getParquetHandler.readParquetFiles(Utils.singletonCloseableIterator(status), ids, Optional.empty())
+          try batches.asScala.map { read =>
+              val b = read.getData
+              (0 until b.getSize).map(b.getColumnVector(0).getLong).maxOption.getOrElse(Long.MinValue)
+            }.maxOption.getOrElse(Long.MinValue)
+          finally batches.close()
+        }
+        Option.when(newest < keep) {
+          val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
+          (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())), status.getSize)
+        }
+      }
+    }.flatten
+    if (removes.nonEmpty) commitLock.synchronized {
+      val txn = table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.MANUAL_UPDATE).build(engine)
+      KernelTables.commit(engine, txn, removes.map(_._1))
+    }
+    CoveredFiles(removes.map(_._1), removes.map(_._2).sum)
+  }
+
   private val commitLock = new Object
   private def newTransaction() =
     table.createTransactionBuilder(engine, KernelTables.EngineInfo, Operation.WRITE).build(engine)
@@ -157,9 +196,6 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
       )
     }.groupBy(_._1).map { case (p, rows) => p -> restorable(linksOf(rows.map(_._2))) }.filter(_._2.nonEmpty)
   }
-
-  /** Whether `partition` has snapshot rows (complete or not) older than `id`. */
-  def hasOlderThan(partition: Int, id: Long): Boolean = chunksOf(partition, withData = false).exists(_.id < id)
 
   /** The newest restore point of `partition` (its newest link; see [[latestChain]]). */
   def latest(partition: Int): Option[StoredSnapshot] = latestChain(partition).lastOption

@@ -1,9 +1,7 @@
 package io.sharedstate.spark.durable
 
-import io.delta.tables.DeltaTable
 import ChangelogSchema.{Events, JournalPartition}
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.SparkSession
 
 /**
  * What one snapshot round did: `written` snapshots (`deltas` of them delta snapshots), `unchanged`
@@ -45,10 +43,10 @@ object SnapshotRound {
  * chain each partition was recovered from (its change tracking started there), else a full snapshot first.
  *
  * Retention: once every partition has `retained` restore points, the newest `retained` are kept with
- * the whole chain of the oldest of them; older snapshots are removed with a Delta delete, and the
- * changelog files of commits the oldest kept snapshot (that chain's full one) already holds with a
- * commit of remove actions (a new table version: older versions still read them until Delta's VACUUM
- * removes the files). So there are always at least `retained` points to recover from, and every kept
+ * the whole chain of the oldest of them; older snapshots, and the changelog files of commits the
+ * oldest kept snapshot (that chain's full one) already holds, are removed, each table by one commit of
+ * remove actions (a new table version that writes only the log: older versions still read the files
+ * until Delta's VACUUM deletes them). So there are always at least `retained` points to recover from, and every kept
  * snapshot is one. The same changelog commit records per partition the journal event it is trimmed
  * through ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
  *
@@ -56,7 +54,7 @@ object SnapshotRound {
  * updates since its last snapshot ([[roundIfDue]]), as a memtable is flushed once it holds so much;
  * the source's counts say (a source that cannot count, a cluster's, is never due).
  */
-private[sharedstate] final class Snapshotter(spark: SparkSession, state: SnapshotSource, log: DeltaChangelog,
+private[sharedstate] final class Snapshotter(state: SnapshotSource, log: DeltaChangelog,
     snapshots: SnapshotTable, retained: Int, fullEvery: Int = 1, restored: Map[Int, SnapshotChain] = Map.empty,
     afterUpdates: Long = 0L)
     extends Logging {
@@ -229,11 +227,10 @@ private[sharedstate] final class Snapshotter(spark: SparkSession, state: Snapsho
     }.toMap
     if (keepFrom.size < state.partitionCount || keepFrom == trimmedAt) (false, false, 0L)
     else {
-      val removable = keepFrom.exists { case (p, id) => snapshots.hasOlderThan(p, id) }
+      val older = snapshots.removeOlderThan(keepFrom)
+      val removable = older.count > 0
       if (removable) {
-        val snapshotCondition =
-          keepFrom.map { case (p, id) => s"(partition = $p AND snapshot_id < $id)" }.mkString(" OR ")
-        DeltaTable.forPath(spark, snapshots.path).delete(snapshotCondition)
+        logInfo(s"snapshots ${snapshots.path}: removed ${older.count} files (${older.bytes} bytes) of older snapshots")
         keepFrom.foreach { case (p, id) => known(p) = known(p).filter(_.id >= id) }
       }
       // An applied round's pairs are trimmed like an epoch's updates (its event's writer and epoch are theirs).

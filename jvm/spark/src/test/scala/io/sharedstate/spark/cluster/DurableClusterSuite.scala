@@ -123,7 +123,7 @@ class DurableClusterSuite extends AnyFunSuite {
 
       for (epoch <- 0L until 2L) commit(epoch, (0 until 3).flatMap(stageTask(epoch, _)))
       // a cluster snapshot round: each partition encoded by its owner between commits
-      val round = new Snapshotter(null, driver.snapshotSource, log, snapshots, retained = 2).round()
+      val round = new Snapshotter(driver.snapshotSource, log, snapshots, retained = 2).round()
       assert(round.written == 6 && snapshots.ids(0).nonEmpty)
 
       // C is lost after the tasks staged epoch 2 there: the commit finds it, its partitions are rebuilt
@@ -238,7 +238,7 @@ class DurableClusterSuite extends AnyFunSuite {
         client.stage("w", e, 0, batch)
         driver.commitEpoch("w", e, e * 100 + 50, payload = files); oracle.commitEpoch("w", e, e * 100 + 50)
       }
-      val snapshotter = new Snapshotter(null, driver.snapshotSource, log, snapshots, retained = 10, fullEvery = 8)
+      val snapshotter = new Snapshotter(driver.snapshotSource, log, snapshots, retained = 10, fullEvery = 8)
       epoch(0L, 0 until 200)
       val full = snapshotter.round()
       assert(full.written == 4 && full.deltas == 0 && full.entries == 200, full)

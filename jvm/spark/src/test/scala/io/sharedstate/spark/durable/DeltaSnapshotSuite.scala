@@ -25,7 +25,7 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
   private val conf = ForkFreeRawLocalFileSystem.configure(new Configuration()) // as the plugin's own are
   private val keys = 200
   private var sparkStarted = false
-  // Only retention needs Spark (Delta deletes); started on first use.
+  // Only the cluster owner's test needs Spark (its session's conf); started on first use.
   private lazy val spark = {
     sparkStarted = true
     SparkSession.builder().master("local[1]").appName("delta-snapshots").config("spark.ui.enabled", "false")
@@ -57,8 +57,7 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   /** A durable State owned as DurableStates owns one: recovered with change tracking, snapshotted by a Snapshotter. */
-  private final class Owner(val dir: Path, fullEvery: Int, retained: Int = 100, legacyTable: Boolean = false,
-      sparkForRetention: Boolean = false) {
+  private final class Owner(val dir: Path, fullEvery: Int, retained: Int = 100, legacyTable: Boolean = false) {
     // legacy: as created before the base_id/parent_id columns existed
     private val tables =
       new OwnedTables(dir, conf, "delta-snapshot-suite", Option.when(legacyTable)(SnapshotTable.withoutChains))
@@ -70,7 +69,7 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, lease)
     state.attachJournal(journal)
     state.registerWriter("w")
-    val snapshotter = new Snapshotter(if (sparkForRetention) spark else null, SnapshotSource.local(state, journal), log,
+    val snapshotter = new Snapshotter(SnapshotSource.local(state, journal), log,
       snapshots, retained, fullEvery, recovered.chains)
 
     def commit(epoch: Long, updates: Seq[(Int, Long, String)], progress: Long): Unit = {
@@ -238,7 +237,7 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("retention keeps the newest restore points with their chain, drops older chains, and recovery still matches") {
     val dir = new Path(Files.createTempDirectory("delta-retention-").toString)
-    val o = new Owner(dir, fullEvery = 3, retained = 2, sparkForRetention = true)
+    val o = new Owner(dir, fullEvery = 3, retained = 2)
     val model = new Oracle
     val rnd = new Random(5)
     var e = 1L
@@ -262,6 +261,32 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     assertSameContents(o.state, oldest)
     Seq(fresh, oldest).foreach(_.close())
     o.close()
+  }
+
+  test(
+    "older snapshots go by one commit of remove actions, each file decided from its footer; older versions keep them") {
+    val path = Files.createTempDirectory("snapshot-remove-").resolve("snapshots").toString
+    val t = SnapshotTable.openOrCreate(path, conf, chunkBytes = 64)
+    val chunk = Array.tabulate[Byte](200)(_.toByte) // 4 chunk rows per snapshot
+    for (p <- 0 until 3; id <- 1L to 4L) t.write(p, id, id * 10, id, chunk)
+    val engine = KernelTables.engine(conf)
+    val table = io.delta.kernel.Table.forPath(engine, path)
+    def files(version: Long) = KernelTables.scanFiles(engine, table.getSnapshotAsOfVersion(engine, version), None) {
+      f => io.delta.kernel.internal.InternalScanFileUtils.getAddFileStatus(f).getPath
+    }
+    val before = table.getLatestSnapshot(engine).getVersion
+    // Each snapshot is a file of its own whose footer names its id.
+    assert(files(before).map(SnapshotFooters.idRange(_, conf)).map(_.get).count { case (lo, hi) => lo == hi } == 12)
+    val removed = t.removeOlderThan(Map(0 -> 3L, 1 -> 2L)) // partition 2: not named, kept whole
+    assert(removed.count == 3 && removed.bytes > 0, removed)
+    assert(t.ids(0) == Seq(4L, 3L) && t.ids(1) == Seq(4L, 3L, 2L) && t.ids(2) == Seq(4L, 3L, 2L, 1L))
+    assert(t.latest(0).map(s => (s.id, s.bytes.toSeq)) == Some((4L, chunk.toSeq)))
+    // One new version, writing only the log: the removed files stay on disk, and the version before reads them.
+    val after = table.getLatestSnapshot(engine).getVersion
+    assert(after == before + 1 && files(after).size == 9 && files(before).size == 12)
+    assert(files(before).forall(f => new java.io.File(new Path(f).toUri.getPath).exists()))
+    // Nothing older left: no commit.
+    assert(t.removeOlderThan(Map(0 -> 3L, 1 -> 2L)).count == 0 && table.getLatestSnapshot(engine).getVersion == after)
   }
 
   test("the changelog trim finds its files outside the commit lock: writers commit meanwhile; it removes only those") {

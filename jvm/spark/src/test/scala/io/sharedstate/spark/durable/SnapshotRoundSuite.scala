@@ -50,7 +50,7 @@ class SnapshotRoundSuite extends AnyFunSuite {
     val journal = new DeltaJournal(spec.name, log, target, rejected, recovered.nextSeq, recovered.version, tables.lease)
     state.attachJournal(journal)
     state.registerWriter("w")
-    val snapshotter = new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 100,
+    val snapshotter = new Snapshotter(SnapshotSource.local(state, journal), log, snapshots, retained = 100,
       fullEvery = if (tracked) 4 else 1, recovered.chains, afterUpdates)
 
     def commit(epoch: Long, updates: Seq[(Int, Long, String)], progress: Long): Unit = {

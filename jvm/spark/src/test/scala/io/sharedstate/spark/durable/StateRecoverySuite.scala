@@ -48,7 +48,7 @@ class StateRecoverySuite extends AnyFunSuite {
 
     // retained = 10: one round never reaches retention, which is the part of the snapshotter that needs Spark
     def snapshot(): SnapshotRound =
-      new Snapshotter(null, SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
+      new Snapshotter(SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
   }
 
   private def assertSameAnswers(expected: State, actual: State): Unit = {

@@ -192,7 +192,7 @@ class TransactionJournalSuite extends AnyFunSuite {
     }
 
     def snapshot(): Unit = opened.foreach { case (s, journal) =>
-      assert(new Snapshotter(null, SnapshotSource.local(s, journal), tables(s.name).log, tables(s.name).snapshots,
+      assert(new Snapshotter(SnapshotSource.local(s, journal), tables(s.name).log, tables(s.name).snapshots,
         retained = 10).round().written > 0)
     }
 

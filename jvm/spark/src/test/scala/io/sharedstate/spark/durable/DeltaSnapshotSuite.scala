@@ -327,6 +327,38 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     o.close()
   }
 
+  test("a reader's snapshot read racing the owner's round and trim: it replays the changelog as of before the trim") {
+    val dir = new Path(Files.createTempDirectory("delta-reader-race-").toString)
+    val o = new Owner(dir, fullEvery = 1, retained = 1)
+    val model = new Oracle
+    val rnd = new Random(23)
+    (1L to 3L).foreach(e => epoch(o, model, rnd, e, n = 300))
+    o.snapshotter.round()
+    epoch(o, model, rnd, 4L, n = 100)
+    // Another application's read: it has read the snapshots of round 1 when the owner commits epoch 5
+    // and takes round 2, which removes round 1's snapshots and trims the changelog behind round 2's.
+    val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
+    val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
+    val reader = new State(spec)
+    var raced = Option.empty[SnapshotRound]
+    val r = StateRecovery.replay(reader, log, Some(snapshots), None,
+      afterSnapshotsRead = () => {
+        epoch(o, model, rnd, 5L, n = 100)
+        raced = Some(o.snapshotter.round())
+      })
+    assert(raced.exists(round => round.snapshotsRemoved && round.changelogTrimmed), raced)
+    assert(log.trimmedThrough().nonEmpty && r.version == log.latestVersion - 1, "as of the version before the trim")
+    assertSameContents(o.state, reader)
+    assertOracleAnswers(model, reader, 0L, 6000L)
+    // A follower goes on from there.
+    epoch(o, model, rnd, 6L, n = 100)
+    new StateFollower(reader, log, r, intervalMs = 0L).catchUp()
+    assertSameContents(o.state, reader)
+    assertOracleAnswers(model, reader, 0L, 7000L)
+    reader.close()
+    o.close()
+  }
+
   test("a snapshots table from before base_id/parent_id takes full snapshots only and still recovers") {
     val dir = new Path(Files.createTempDirectory("delta-legacy-").toString)
     val o = new Owner(dir, fullEvery = 8, legacyTable = true)

@@ -46,9 +46,9 @@ object SnapshotRound {
  * the whole chain of the oldest of them; older snapshots, and the changelog files of commits the
  * oldest kept snapshot (that chain's full one) already holds, are removed, each table by one commit of
  * remove actions (a new table version that writes only the log: older versions still read the files
- * until Delta's VACUUM deletes them). So there are always at least `retained` points to recover from, and every kept
- * snapshot is one. The same changelog commit records per partition the journal event it is trimmed
- * through ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
+ * until Delta's VACUUM deletes them). So there are always at least `retained` points to recover from,
+ * and every kept snapshot is one. The same changelog commit records per partition the journal event
+ * it is trimmed through ([[DeltaChangelog.markTrimmed]]), which recovery checks its snapshots against.
  *
  * Rounds on change (`afterUpdates` > 0): a round is due once some partition has applied that many
  * updates since its last snapshot ([[roundIfDue]]), as a memtable is flushed once it holds so much;

@@ -94,6 +94,31 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
   }
 
   /**
+   * The newest version from `from` to `to` at which retention had trimmed no partition p past `bound(p)`
+   * (an update of a journal event above it still in the table), None when not even `from` is or its log
+   * is gone. What a reader of another application's tables replays up to when the owner's retention
+   * trimmed files it has not read: a trim writes only the log, so that version's files are on disk.
+   * Trims only grow with the versions: steps back from `to`, doubling, then bisects.
+   */
+  def newestNotTrimmedPast(bound: Int => Long, from: Long, to: Long): Option[Long] = {
+    def ok(v: Long) =
+      scala.util.Try(trimmedThrough(Some(v)).forall { case (p, through) => through <= bound(p) }).getOrElse(false)
+    if (ok(to)) Some(to)
+    else {
+      var (good, bad, step) = (-1L, to, 1L)
+      while (good < 0 && bad > from) {
+        val v = math.max(from, bad - step)
+        if (ok(v)) good = v else { bad = v; step *= 2 }
+      }
+      while (good >= 0 && bad - good > 1) {
+        val mid = (good + bad) / 2
+        if (ok(mid)) good = mid else bad = mid
+      }
+      Option.when(good >= 0)(good)
+    }
+  }
+
+  /**
    * Retention's trim, planned: the data files of State partitions in `covered` (partition -> writer ->
    * the writer's last covered epoch) whose every row is an update of a covered epoch, at the latest
    * version. Decides a file from its footer's writer and epoch statistics ([[ChangelogFooters]]), else

@@ -187,7 +187,8 @@ private[sharedstate] object DurableStates extends Logging {
       tables.readOnly.getOrElse(throw new IllegalArgumentException(s"State '${spec.name}': tables opened as owner"))
     val state = new State(spec)
     try {
-      val recovered = StateRecovery.replay(state, tables.log, Some(tables.snapshots), rejected = None)
+      val recovered =
+        StateRecovery.replay(state, tables.log, Some(tables.snapshots), rejected = None, readsOwnersTables = true)
       state.attachJournal(new ReadOnlyJournal(spec.name, tables.root, why))
       val follower = new StateFollower(state, tables.log, recovered, SharedStateConf.FollowInterval.read(spark))
       open.put(spec.name,
@@ -292,8 +293,14 @@ private[sharedstate] object DurableStates extends Logging {
             val started = System.nanoTime()
             // A read-only State leaves the rejected table to its owner.
             // The owner tracks changed keys from the loaded snapshots on: its next snapshots are deltas on them.
-            recovered = StateRecovery.replay(s, log, Some(snapshots), if (readOnly.isEmpty) Some(rejected) else None,
-              trackChanges = readOnly.isEmpty && SharedStateConf.SnapshotFullEvery.read(spark) > 1)
+            recovered = StateRecovery.replay(
+              s,
+              log,
+              Some(snapshots),
+              if (readOnly.isEmpty) Some(rejected) else None,
+              trackChanges = readOnly.isEmpty && SharedStateConf.SnapshotFullEvery.read(spark) > 1,
+              readsOwnersTables = readOnly.nonEmpty
+            )
             readOnly match {
               case None =>
                 journal =

@@ -31,14 +31,19 @@ private[sharedstate] final class StateFollower(state: State, log: DeltaChangelog
     executor
   }
 
-  /** Replays what the changelog holds beyond what this State has; returns the Delta version it is now at. */
+  /**
+   * Replays what the changelog holds beyond what this State has; returns the Delta version it is now
+   * at. When the owner's retention trimmed files this State has not read (two rounds within one
+   * interval), it first goes to the newest version before that trim, whose files are still on disk.
+   */
   def catchUp(): Long = synchronized {
     val latest = log.latestVersion
-    if (latest > version) {
-      val (rows, paths) = log.readNewFiles(latest, seen)
+    while (version < latest) {
+      val upTo = log.newestNotTrimmedPast(_ => lastSeq, version, latest).filter(_ > version).getOrElse(latest)
+      val (rows, paths) = log.readNewFiles(upTo, seen)
       lastSeq = StateRecovery.replayEvents(state, rows, lastSeq, _ => -1L, log.path).lastSeq
       seen = paths
-      version = latest
+      version = upTo
     }
     version
   }

@@ -42,7 +42,7 @@ private[sharedstate] object StateRecovery {
    */
   def replay(state: State, log: DeltaChangelog, snapshots: Option[SnapshotTable], rejected: Option[RejectedTable],
       threads: Int = 4, pick: (SnapshotTable, Int) => Seq[StoredSnapshot] = (t, p) => t.latestChain(p),
-      rebuilds: Int => Boolean = _ => true, trackChanges: Boolean = false,
+      rebuilds: Int => Boolean = _ => true, trackChanges: Boolean = false, readsOwnersTables: Boolean = false,
       afterSnapshotsRead: () => Unit = () => ()): Recovered = {
     val n = state.partitionCount
     val partitions = JournalPartition +: (0 until n).filter(rebuilds)
@@ -63,7 +63,9 @@ private[sharedstate] object StateRecovery {
         afterSnapshotsRead()
         // The changelog version is fixed after the snapshots are read: a snapshot is written after the
         // journal events it holds, so this version has every one of them (while its owner writes on).
-        val version = consistentVersion(log, snapshots, log.latestVersion, restored.map(_.fold(-1L)(_._1)), rebuilds)
+        val latest = log.latestVersion
+        val version = if (!readsOwnersTables) latest
+        else consistentVersion(log, snapshots, latest, restored.map(_.fold(-1L)(_._1)), rebuilds)
         val coveredUpTo = restored.map(_.flatMap(_._2))
         val added = coveredUpTo.flatten.minOption.flatMap(v => log.filesAddedAfter(v, version))
         def readFile(p: Int): String => Boolean = (if (p == JournalPartition) None else coveredUpTo(p), added) match {
@@ -98,36 +100,21 @@ private[sharedstate] object StateRecovery {
   }
 
   /**
-   * The changelog version to replay: `latest`, unless the tables' owner (another application: this one
-   * reads them) took snapshot rounds between this read of the snapshots and of the changelog, and its
-   * retention trimmed the changelog past the snapshots read. The snapshots table then has newer restore
-   * points holding what was trimmed, and the answer is the newest version before that trim: every file
-   * of it is still on disk (a trim writes only the log), so the State is rebuilt as of that version (a
-   * follower catches up from there). Tables without such newer snapshots are not walked back:
-   * [[checkComplete]] fails naming them.
+   * The changelog version a reader of another application's tables replays (`readsOwnersTables`):
+   * `latest`, unless the owner took snapshot rounds between this read of the snapshots and of the
+   * changelog, and its retention trimmed the changelog past the snapshots read. The snapshots table then
+   * has newer restore points holding what was trimmed, and the answer is the newest version before
+   * that trim ([[DeltaChangelog.newestNotTrimmedPast]]), so the State is rebuilt as of it (a follower
+   * goes on from there). Tables without such newer snapshots are not walked back, nor is an owner's own
+   * recovery ever: [[checkComplete]] fails naming them.
    */
   private def consistentVersion(log: DeltaChangelog, snapshots: Option[SnapshotTable], latest: Long,
       holdsUpTo: IndexedSeq[Long], rebuilds: Int => Boolean): Long = {
-    def trimmedPast(trimmed: Map[Int, Long]): Map[Int, Long] =
-      trimmed.filter { case (p, through) => p < holdsUpTo.size && rebuilds(p) && holdsUpTo(p) < through }
-    val past = trimmedPast(log.trimmedThrough(Some(latest)))
+    val bound = (p: Int) => if (p < holdsUpTo.size && rebuilds(p)) holdsUpTo(p) else Long.MaxValue
+    val past = log.trimmedThrough(Some(latest)).filter { case (p, through) => through > bound(p) }
     lazy val newer = snapshots.fold(Map.empty[Int, Seq[SnapshotLink]])(_.allLinks())
     if (past.isEmpty || !past.forall { case (p, through) => newer.get(p).exists(_.exists(_.id >= through)) }) latest
-    else {
-      // A version is usable when its trims are not past the snapshots read (and its log still exists).
-      def usable(v: Long) = scala.util.Try(trimmedPast(log.trimmedThrough(Some(v))).isEmpty).getOrElse(false)
-      // Trims only grow with the versions: steps back doubling until a usable one, then bisect.
-      var (good, bad, step) = (-1L, latest, 1L)
-      while (good < 0 && bad > 0) {
-        val v = math.max(0L, bad - step)
-        if (usable(v)) good = v else { bad = v; step *= 2 }
-      }
-      while (good >= 0 && bad - good > 1) {
-        val mid = (good + bad) / 2
-        if (usable(mid)) good = mid else bad = mid
-      }
-      if (good >= 0) good else latest
-    }
+    else log.newestNotTrimmedPast(bound, 0L, latest).getOrElse(latest)
   }
 
   // The tables hold everything the rebuild needs (see StateIntegrity): a changelog that had files has

@@ -33,7 +33,9 @@ private[sharedstate] object TimeTravel {
     }
     val scratch = new State(spec.copy(compactionIntervalMs = 0L))
     try {
-      StateRecovery.replay(scratch, log, Some(snapshots), rejected = None, pick = (t, p) => t.chainAtOrBefore(p, time))
+      // A read of the tables: it may race the owner's (this application's or another's) retention.
+      StateRecovery.replay(scratch, log, Some(snapshots), rejected = None, pick = (t, p) => t.chainAtOrBefore(p, time),
+        readsOwnersTables = true)
       (0 until spec.partitions).map(p => AsOfPairs.of(scratch.partition(p), time))
     } finally scratch.close()
   }

@@ -327,7 +327,8 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     o.close()
   }
 
-  test("a reader's snapshot read racing the owner's round and trim: it replays the changelog as of before the trim") {
+  test(
+    "a reader's snapshot read racing the owner's rounds and trims replays as of before them; its follower reads every file") {
     val dir = new Path(Files.createTempDirectory("delta-reader-race-").toString)
     val o = new Owner(dir, fullEvery = 1, retained = 1)
     val model = new Oracle
@@ -335,27 +336,34 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     (1L to 3L).foreach(e => epoch(o, model, rnd, e, n = 300))
     o.snapshotter.round()
     epoch(o, model, rnd, 4L, n = 100)
-    // Another application's read: it has read the snapshots of round 1 when the owner commits epoch 5
-    // and takes round 2, which removes round 1's snapshots and trims the changelog behind round 2's.
+    // Another application's read: it has read the snapshots of round 1 when the owner commits epoch 5,
+    // takes round 2 (removing round 1's snapshots, trimming the changelog behind round 2's), commits
+    // epoch 6 and takes round 3, whose trim removes epoch 6's files too.
     val log = DeltaChangelog.openOrCreate(new Path(dir, "changelog").toString, conf)
     val snapshots = SnapshotTable.openOrCreate(new Path(dir, "snapshots").toString, conf)
     val reader = new State(spec)
-    var raced = Option.empty[SnapshotRound]
-    val r = StateRecovery.replay(reader, log, Some(snapshots), None,
-      afterSnapshotsRead = () => {
-        epoch(o, model, rnd, 5L, n = 100)
-        raced = Some(o.snapshotter.round())
-      })
-    assert(raced.exists(round => round.snapshotsRemoved && round.changelogTrimmed), raced)
-    assert(log.trimmedThrough().nonEmpty && r.version == log.latestVersion - 1, "as of the version before the trim")
-    assertSameContents(o.state, reader)
-    assertOracleAnswers(model, reader, 0L, 6000L)
-    // A follower goes on from there.
-    epoch(o, model, rnd, 6L, n = 100)
+    val raced = mutable.ArrayBuffer.empty[SnapshotRound]
+    val r = StateRecovery.replay(
+      reader,
+      log,
+      Some(snapshots),
+      None,
+      readsOwnersTables = true,
+      afterSnapshotsRead = () =>
+        (5L to 6L).foreach { e => epoch(o, model, rnd, e, n = 100); raced += o.snapshotter.round() }
+    )
+    assert(raced.forall(round => round.snapshotsRemoved && round.changelogTrimmed), raced)
+    assert(r.version < log.latestVersion, "as of a version before the trims")
+    assertOracleAnswers(model, reader, 0L, 6000L) // epoch 5's U
+    // Its follower steps over the second trim: epoch 6's files, trimmed before it read them, are read.
     new StateFollower(reader, log, r, intervalMs = 0L).catchUp()
     assertSameContents(o.state, reader)
     assertOracleAnswers(model, reader, 0L, 7000L)
-    reader.close()
+    // The owner's own recovery never walks back (nothing raced it here: it recovers the latest).
+    val (fresh, recovered) = recover(dir)
+    assert(recovered.version == log.latestVersion)
+    assertSameContents(o.state, fresh)
+    Seq(reader, fresh).foreach(_.close())
     o.close()
   }
 

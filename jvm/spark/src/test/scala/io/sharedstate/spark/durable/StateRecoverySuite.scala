@@ -46,7 +46,7 @@ class StateRecoverySuite extends AnyFunSuite {
       state.commitEpoch("w", e, e * 100L, payload = files)
     }
 
-    // retained = 10: one round never reaches retention, which is the part of the snapshotter that needs Spark
+    // retained = 10: the rounds here never reach retention
     def snapshot(): SnapshotRound =
       new Snapshotter(SnapshotSource.local(state, journal), log, snapshots, retained = 10).round()
   }

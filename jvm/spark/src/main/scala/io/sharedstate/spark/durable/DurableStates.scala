@@ -173,7 +173,7 @@ private[sharedstate] object DurableStates extends Logging {
       open.put(
         name,
         Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
-          schedule(spark, name, snapshotter), tables.lease, None, None)
+          schedule(spark, name, snapshotter, Seq(tables.log.path, tables.snapshots.path)), tables.lease, None, None)
       )
     }
 
@@ -320,7 +320,7 @@ private[sharedstate] object DurableStates extends Logging {
       return state
     }
     val snapshotter = ownerSnapshotter(spark, SnapshotSource.local(state, journal), log, snapshots, recovered.chains)
-    val schedule = this.schedule(spark, spec.name, snapshotter)
+    val schedule = this.schedule(spark, spec.name, snapshotter, Seq(log.path, snapshots.path))
     open.put(spec.name, Durable(root, log, snapshots, target, rejected, Some(snapshotter), schedule, lease, None, None))
     state
   }
@@ -344,24 +344,32 @@ private[sharedstate] object DurableStates extends Logging {
   // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0), and once
   // a partition applied spark.sharedstate.snapshot.afterUpdates updates since its last snapshot (looked
   // at every ChangeCheckMs; none when it is 0). One thread: the two kinds never overlap.
-  private def schedule(
-      spark: SparkSession, name: String, snapshotter: Snapshotter): Option[ScheduledExecutorService] = {
+  // The owner's background work on one thread, so none of it overlaps: snapshot rounds every
+  // spark.sharedstate.snapshot.interval, rounds on change, and VACUUM of `vacuumed` (the tables
+  // retention removes files from) every spark.sharedstate.vacuum.interval. None when all are off.
+  private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter,
+      vacuumed: Seq[String]): Option[ScheduledExecutorService] = {
     val intervalMs = SharedStateConf.SnapshotInterval.read(spark)
     val onChange = SharedStateConf.SnapshotAfterUpdates.read(spark) > 0
-    if (intervalMs <= 0 && !onChange) None
+    val vacuumMs = SharedStateConf.VacuumInterval.read(spark)
+    val retentionMs = SharedStateConf.VacuumRetention.read(spark)
+    if (intervalMs <= 0 && !onChange && vacuumMs <= 0) None
     else Some {
       val executor = Executors.newSingleThreadScheduledExecutor { (r: Runnable) =>
         val t = new Thread(r, s"sharedstate-snapshots-$name"); t.setDaemon(true); t
       }
-      def guarded(body: => Unit): Runnable = () =>
+      def guarded(what: String)(body: => Unit): Runnable = () =>
         try body
-        catch { case e: Exception => logWarning(s"State $name: snapshot round failed", e) }
+        catch { case e: Exception => logWarning(s"State $name: $what failed", e) }
       if (intervalMs > 0)
-        executor.scheduleWithFixedDelay(guarded(snapshotter.round(SnapshotRound.Interval)), intervalMs, intervalMs,
-          TimeUnit.MILLISECONDS)
+        executor.scheduleWithFixedDelay(guarded("snapshot round")(snapshotter.round(SnapshotRound.Interval)),
+          intervalMs, intervalMs, TimeUnit.MILLISECONDS)
       if (onChange)
-        executor.scheduleWithFixedDelay(guarded(snapshotter.roundIfDue(SnapshotRound.Updates)), ChangeCheckMs,
-          ChangeCheckMs, TimeUnit.MILLISECONDS)
+        executor.scheduleWithFixedDelay(guarded("snapshot round")(snapshotter.roundIfDue(SnapshotRound.Updates)),
+          ChangeCheckMs, ChangeCheckMs, TimeUnit.MILLISECONDS)
+      if (vacuumMs > 0)
+        executor.scheduleWithFixedDelay(guarded("VACUUM")(vacuumed.foreach(TableVacuum.run(spark, _, retentionMs))),
+          vacuumMs, vacuumMs, TimeUnit.MILLISECONDS)
       executor
     }
   }

@@ -11,6 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import scala.collection.mutable
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
 import scala.util.Random
 
 /**
@@ -364,6 +365,45 @@ class DeltaSnapshotSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(recovered.version == log.latestVersion)
     assertSameContents(o.state, fresh)
     Seq(reader, fresh).foreach(_.close())
+    o.close()
+  }
+
+  test("VACUUM deletes from disk the files retention removed once old enough; only those; recovery still matches") {
+    val dir = new Path(Files.createTempDirectory("delta-vacuum-").toString)
+    val o = new Owner(dir, fullEvery = 1, retained = 1)
+    val model = new Oracle
+    val rnd = new Random(31)
+    (1L to 4L).foreach { e => epoch(o, model, rnd, e, n = 200); o.snapshotter.round() }
+    epoch(o, model, rnd, 5L, n = 50)
+    val engine = KernelTables.engine(conf)
+    def onDisk(table: String): Set[String] = {
+      val root = java.nio.file.Paths.get(dir.toUri.getPath, table)
+      val walk = Files.walk(root)
+      try walk.iterator().asScala.filter(f => f.toString.endsWith(".parquet") && !f.toString.contains("_delta_log"))
+          .map(_.getFileName.toString).toSet
+      finally walk.close()
+    }
+    def live(table: String): Set[String] = {
+      val t = io.delta.kernel.Table.forPath(engine, new Path(dir, table).toString)
+      KernelTables.scanFiles(engine, t.getLatestSnapshot(engine), None) { f =>
+        DeltaChangelog.fileName(io.delta.kernel.internal.InternalScanFileUtils.getAddFileStatus(f).getPath)
+      }.toSet
+    }
+    val tables = Seq("changelog", "snapshots")
+    tables.foreach { t => assert(live(t).subsetOf(onDisk(t)) && onDisk(t).size > live(t).size, t) }
+    // Removed less than an hour ago: kept.
+    val before = tables.map(t => t -> onDisk(t)).toMap
+    tables.foreach(t => TableVacuum.run(spark, new Path(dir, t).toString, retentionMs = 3600000L))
+    tables.foreach(t => assert(onDisk(t) == before(t), t))
+    // With no retention: exactly the live files stay.
+    tables.foreach(t => TableVacuum.run(spark, new Path(dir, t).toString, retentionMs = 0L))
+    tables.foreach(t => assert(onDisk(t) == live(t), t))
+    // The owner goes on committing, and a recovery from what is left equals it.
+    epoch(o, model, rnd, 6L, n = 50)
+    val (fresh, _) = recover(dir)
+    assertSameContents(o.state, fresh)
+    assertOracleAnswers(model, fresh, 0L, 7000L)
+    fresh.close()
     o.close()
   }
 

@@ -148,8 +148,19 @@ class RealtimeSuite extends AnyFunSuite with BeforeAndAfterAll {
       idleUpdates.addData(0, rows)
       heldUpdates.addData(0, rows)
       // Partition 1 reads nothing: with idleTimeout it is paused and U is partition 0's watermark.
-      waitFor(s"U of the idle-timeout State at 29 s (U ${idle.progress.updateProgress}, writers ${idle.writers})")(
-        idle.progress.updateProgress == 29L * 1000000)
+      // Partition 0 is kept active meanwhile (rows at its own time, 30 s, every half second): both
+      // idle clocks start with the query, and were it paused first, U would stay where it is (with
+      // every writer paused U never jumps), as happened on a loaded machine.
+      var started = 0
+      var nextBeat = 0L
+      waitFor(s"U of the idle-timeout State at 29 s (U ${idle.progress.updateProgress}, writers ${idle.writers})") {
+        if (System.nanoTime() > nextBeat) {
+          started += 1
+          idleUpdates.addData(0, Seq((s"hb0-start-$started", ts(30), "hb")))
+          nextBeat = System.nanoTime() + 500L * 1000000
+        }
+        idle.progress.updateProgress == 29L * 1000000
+      }
       assert(status(idle, 1).map(_.status).contains("paused"), idle.writers)
       // Without it, partition 1 holds U back although partition 0 committed the same rows.
       waitFor("partition 0 of the other State at 29 s")(status(held, 0).exists(_.progress == 29L * 1000000))

@@ -43,14 +43,18 @@ private[sharedstate] object SharedStateConf {
 
   /** Period of VACUUM on a durable State's changelog and snapshots tables, in ms ("0" = never). */
   val VacuumInterval: Entry[Long] = Entry("spark.sharedstate.vacuum.interval", "1 hour",
-    "period of the owner's VACUUM of a durable State's changelog and snapshots; 0 = never")(interval(zeroMeansOff = true))
+    "period of the owner's VACUUM of a durable State's changelog and snapshots; 0 = never")(
+    interval(zeroMeansOff = true))
 
   /**
    * How long files retention removed from a durable State's tables stay on disk before VACUUM deletes
    * them, in ms (applied in whole hours, rounded up; "0" = at once).
    */
-  val VacuumRetention: Entry[Long] = Entry("spark.sharedstate.vacuum.retention", "7 days",
-    "how long files retention removed stay on disk before VACUUM deletes them (whole hours, rounded up); 0 = at once")(
+  val VacuumRetention: Entry[Long] = Entry(
+    "spark.sharedstate.vacuum.retention",
+    "7 days",
+    "how long files retention removed stay on disk before VACUUM deletes them (whole hours, rounded up); 0 = at once"
+  )(
     interval(zeroMeansOff = true))
 
   /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */

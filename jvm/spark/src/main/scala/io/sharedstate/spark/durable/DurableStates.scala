@@ -172,8 +172,18 @@ private[sharedstate] object DurableStates extends Logging {
       val snapshotter = ownerSnapshotter(spark, source, tables.log, tables.snapshots, Map.empty)
       open.put(
         name,
-        Durable(tables.root, tables.log, tables.snapshots, tables.target, tables.rejected, Some(snapshotter),
-          schedule(spark, name, snapshotter, Seq(tables.log.path, tables.snapshots.path)), tables.lease, None, None)
+        Durable(
+          tables.root,
+          tables.log,
+          tables.snapshots,
+          tables.target,
+          tables.rejected,
+          Some(snapshotter),
+          schedule(spark, name, snapshotter, Seq(tables.log.path, tables.snapshots.path)),
+          tables.lease,
+          None,
+          None
+        )
       )
     }
 

@@ -35,7 +35,8 @@ private[durable] object TableVacuum extends Logging {
       // LITE refuses when the log no longer names every removable file (its commits were cleaned up):
       // FULL lists the table instead. It also deletes files no commit added, by age, so only with a
       // retention far longer than any write takes (a task's file is on disk before its commit).
-      case e: Exception if Option(e.getMessage).exists(_.contains("DELTA_CANNOT_VACUUM_LITE")) &&
+      case e: Exception
+          if Option(e.getMessage).exists(_.contains("DELTA_CANNOT_VACUUM_LITE")) &&
             retentionMs >= FullAfterMs =>
         logInfo(s"VACUUM LITE of $path refused (${e.getMessage}); VACUUM FULL instead")
         session.sql(s"VACUUM $table RETAIN $hours HOURS").collect()

@@ -50,12 +50,8 @@ private[sharedstate] object SharedStateConf {
    * How long files retention removed from a durable State's tables stay on disk before VACUUM deletes
    * them, in ms (applied in whole hours, rounded up; "0" = at once).
    */
-  val VacuumRetention: Entry[Long] = Entry(
-    "spark.sharedstate.vacuum.retention",
-    "7 days",
-    "how long files retention removed stay on disk before VACUUM deletes them (whole hours, rounded up); 0 = at once"
-  )(
-    interval(zeroMeansOff = true))
+  val VacuumRetention: Entry[Long] = Entry("spark.sharedstate.vacuum.retention", "7 days",
+    "how long removed files stay on disk before VACUUM deletes them; 0 = at once")(interval(zeroMeansOff = true))
 
   /** Snapshots kept per partition; the changelog keeps what the oldest of them does not hold. */
   val SnapshotsRetained: Entry[Int] = Entry("spark.sharedstate.snapshot.retained", "2",
@@ -163,6 +159,8 @@ private[sharedstate] object SharedStateConf {
     SnapshotsRetained,
     SnapshotFullEvery,
     SnapshotAfterUpdates,
+    VacuumInterval,
+    VacuumRetention,
     OwnerLease,
     FollowInterval,
     Executors,

@@ -351,12 +351,11 @@ private[sharedstate] object DurableStates extends Logging {
       SharedStateConf.SnapshotAfterUpdates.read(spark)
     )
 
-  // Background snapshot rounds every spark.sharedstate.snapshot.interval (none when it is 0), and once
-  // a partition applied spark.sharedstate.snapshot.afterUpdates updates since its last snapshot (looked
-  // at every ChangeCheckMs; none when it is 0). One thread: the two kinds never overlap.
   // The owner's background work on one thread, so none of it overlaps: snapshot rounds every
-  // spark.sharedstate.snapshot.interval, rounds on change, and VACUUM of `vacuumed` (the tables
-  // retention removes files from) every spark.sharedstate.vacuum.interval. None when all are off.
+  // spark.sharedstate.snapshot.interval, rounds once a partition applied spark.sharedstate.snapshot.
+  // afterUpdates updates since its last snapshot (looked at every ChangeCheckMs), and VACUUM of
+  // `vacuumed` (the tables retention removes files from) every spark.sharedstate.vacuum.interval.
+  // Each is off at 0; None when all are.
   private def schedule(spark: SparkSession, name: String, snapshotter: Snapshotter,
       vacuumed: Seq[String]): Option[ScheduledExecutorService] = {
     val intervalMs = SharedStateConf.SnapshotInterval.read(spark)

@@ -19,6 +19,7 @@ if warm:
         print("warm", {k: w.snapshot()[k] for k in ("encode_ms", "write_ms", "snapshot_ms")}); load("w", warm)
 st = ss.State.create(spark, "kv", key="k BIGINT", value="v BIGINT", partitions=4, root=str(work / "kv"))
 load("kv", keys)
+if os.environ.get("GC_FIRST"): spark._jvm.java.lang.System.gc()
 for i in range(2):
     r = st.snapshot(); print("kv", i, {k: r[k] for k in ("encode_ms", "write_ms", "snapshot_ms")}, flush=True)
     load("kv", keys)

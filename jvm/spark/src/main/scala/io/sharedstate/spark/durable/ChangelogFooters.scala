@@ -1,11 +1,7 @@
 package io.sharedstate.spark.durable
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
-import org.apache.parquet.hadoop.ParquetFileReader
-import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.api.Binary
-import scala.jdk.CollectionConverters._
 
 /**
  * What a changelog file's Parquet footer tells about its rows' writers and epochs: per row group the
@@ -20,20 +16,16 @@ private[durable] object ChangelogFooters {
    * group with several writers, or without statistics), and then only the rows can tell.
    */
   def allCovered(path: String, conf: Configuration, epochs: Map[String, Long]): Option[Boolean] = {
-    val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(path), conf))
-    val groups =
-      try reader.getFooter.getBlocks.asScala.toSeq.map { block =>
-          def stats(column: String) = block.getColumns.asScala.find(_.getPath.toDotString == column)
-            .map(_.getStatistics).filter(s => s != null && !s.isEmpty && s.hasNonNullValue)
-          (stats(ChangelogSchema.Writer), stats(ChangelogSchema.Epoch)) match {
-            case (Some(w), Some(e)) =>
-              val (lo, hi) = (utf8(w.genericGetMin), utf8(w.genericGetMax))
-              // One writer in the group: its newest epoch there decides every row of the group.
-              Option.when(lo == hi)(epochs.get(lo).exists(e.genericGetMax.asInstanceOf[java.lang.Long] <= _))
-            case _ => None
-          }
+    val groups = ParquetFooters.rowGroupStats(path, conf, Seq(ChangelogSchema.Writer, ChangelogSchema.Epoch)).map {
+      stats =>
+        (stats.get(ChangelogSchema.Writer), stats.get(ChangelogSchema.Epoch)) match {
+          case (Some(w), Some(e)) =>
+            val (lo, hi) = (utf8(w.genericGetMin), utf8(w.genericGetMax))
+            // One writer in the group: its newest epoch there decides every row of the group.
+            Option.when(lo == hi)(epochs.get(lo).exists(e.genericGetMax.asInstanceOf[java.lang.Long] <= _))
+          case _ => None
         }
-      finally reader.close()
+    }
     if (groups.contains(Some(false))) Some(false) // some row is certainly not covered
     else if (groups.forall(_.contains(true))) Some(true)
     else None

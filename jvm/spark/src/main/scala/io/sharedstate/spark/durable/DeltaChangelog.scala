@@ -7,7 +7,6 @@ import io.delta.kernel.exceptions.{ConcurrentTransactionException, KernelExcepti
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.internal.DeltaLogActionUtils.DeltaAction
 import io.delta.kernel.internal.{InternalScanFileUtils, TableImpl}
-import io.delta.kernel.internal.actions.{AddFile, SingleAction}
 import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.{LongType, StringType, StructType}
@@ -144,10 +143,7 @@ private[sharedstate] final class DeltaChangelog private (val path: String, conf:
             }
           finally batches.close()
         }
-        Option.when(all) {
-          val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
-          (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())), status.getSize)
-        }
+        Option.when(all)(KernelTables.removeAction(scanFile))
       }
     }.flatten
     CoveredFiles(files.map(_._1), files.map(_._2).sum)

@@ -7,6 +7,7 @@ import io.delta.kernel.engine.Engine
 import io.delta.kernel.exceptions.TableNotFoundException
 import io.delta.kernel.expressions.{Literal, Predicate}
 import io.delta.kernel.internal.InternalScanFileUtils
+import io.delta.kernel.internal.actions.{AddFile, SingleAction}
 import io.delta.kernel.internal.data.TransactionStateRow
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.StructType
@@ -147,6 +148,16 @@ private[sharedstate] object KernelTables {
       }
     finally scanFiles.close()
     out.toSeq
+  }
+
+  /**
+   * The remove action of a scan file of [[scanFiles]] (its add action's path, partition values and
+   * size; Kernel stamps the deletion time) and the file's bytes: what a retention step commits.
+   */
+  def removeAction(scanFile: Row): (Row, Long) = {
+    val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
+    (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())),
+      InternalScanFileUtils.getAddFileStatus(scanFile).getSize)
   }
 
   /** Accessors by column name for a scanned row; null for null. */

@@ -3,7 +3,6 @@ package io.sharedstate.spark.durable
 import io.delta.kernel.{Operation, Table, Transaction}
 import io.delta.kernel.expressions.{Column, Literal, Predicate}
 import io.delta.kernel.internal.InternalScanFileUtils
-import io.delta.kernel.internal.actions.{AddFile, SingleAction}
 import io.delta.kernel.internal.util.Utils
 import io.delta.kernel.types.{BinaryType, IntegerType, LongType, StructField, StructType}
 import java.util.Optional
@@ -150,10 +149,7 @@ private[sharedstate] final class SnapshotTable private (val path: String, conf: 
             }.maxOption.getOrElse(Long.MinValue)
           finally batches.close()
         }
-        Option.when(newest < keep) {
-          val add = new AddFile(scanFile.getStruct(InternalScanFileUtils.ADD_FILE_ORDINAL))
-          (SingleAction.createRemoveFileSingleAction(add.toRemoveFileRow(true, Optional.empty())), status.getSize)
-        }
+        Option.when(newest < keep)(KernelTables.removeAction(scanFile))
       }
     }.flatten
     if (removes.nonEmpty) commitLock.synchronized {
